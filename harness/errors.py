@@ -1,0 +1,99 @@
+"""The one error hierarchy of harness-memory.
+
+Every error raised on purpose by the library derives from :class:`HarnessError`. Driver errors
+(psycopg, SQLAlchemy) are translated into :class:`StoreUnavailable` or :class:`StoreError` at the
+store boundary only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConflictingState",
+    "EmbeddingModelMismatch",
+    "HarnessError",
+    "IncompleteRecall",
+    "InvalidInput",
+    "MemoryNotFound",
+    "MemoryRejected",
+    "StoreError",
+    "StoreUnavailable",
+]
+
+
+class HarnessError(Exception):
+    """Base of every error harness-memory raises on purpose."""
+
+
+class InvalidInput(HarnessError, ValueError):
+    """Input failed validation; ``fields`` names every offending field (dotted paths)."""
+
+    def __init__(self, message: str, *, fields: tuple[str, ...] = (), errors: list[Any] | None = None):
+        super().__init__(message)
+        self.fields = fields
+        self.errors = errors or []
+
+    @property
+    def field(self) -> str | None:
+        """The first offending field, or None."""
+        return self.fields[0] if self.fields else None
+
+    @classmethod
+    def from_pydantic(cls, model: str, exc: Any) -> InvalidInput:
+        """Build from a pydantic ``ValidationError``, keeping each field and message."""
+        errors = exc.errors(include_url=False, include_context=False)
+        fields = tuple(".".join(str(p) for p in err["loc"]) or "__root__" for err in errors)
+        parts = [f"{f}: {err['msg']}" for f, err in zip(fields, errors, strict=True)]
+        return cls(f"invalid {model}: " + "; ".join(parts), fields=fields, errors=errors)
+
+
+class MemoryRejected(HarnessError):
+    """The guard refused a candidate. ``rule`` is a stable identifier, ``reason`` is prose."""
+
+    def __init__(self, reason: str, *, rule: str, index: int | None = None):
+        where = f" (candidate {index})" if index is not None else ""
+        super().__init__(f"memory rejected by guard rule {rule!r}{where}: {reason}")
+        self.reason = reason
+        self.rule = rule
+        self.index = index
+
+
+class MemoryNotFound(HarnessError, KeyError):
+    """No memory (or RecallSet item) with that id exists."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "not found"
+
+
+class ConflictingState(HarnessError):
+    """The operation does not apply to the item's current state (e.g. approving an active item)."""
+
+
+class EmbeddingModelMismatch(HarnessError):
+    """The store's vectors were built by another embedding model than the one configured."""
+
+    def __init__(self, stored: str, stored_dim: int, configured: str, configured_dim: int):
+        super().__init__(
+            f"this store's vectors were built with {stored!r} ({stored_dim} dims) but the configured "
+            f"embedding model is {configured!r} ({configured_dim} dims). Mixing them would make "
+            "similarity meaningless. Either configure the original model (HARNESS_EMBED_MODEL / "
+            "HARNESS_EMBED_MODEL_PATH) or rebuild every vector with the new one: "
+            "`harness-memory reembed`."
+        )
+        self.stored = stored
+        self.stored_dim = stored_dim
+        self.configured = configured
+        self.configured_dim = configured_dim
+
+
+class StoreError(HarnessError):
+    """The database answered with an error the caller did not cause."""
+
+
+class StoreUnavailable(StoreError):
+    """The database could not be reached or timed out."""
+
+
+class IncompleteRecall(HarnessError):
+    """Strict recall: a constraint could not be placed in the context."""

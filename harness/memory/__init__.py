@@ -1,0 +1,55 @@
+"""MemoryStore: scoped long-term memory on PostgreSQL + pgvector.
+
+Importing this package does no IO; :meth:`MemoryStore.connect` does.
+"""
+
+from __future__ import annotations
+
+from harness.errors import (
+    ConflictingState,
+    EmbeddingModelMismatch,
+    HarnessError,
+    IncompleteRecall,
+    InvalidInput,
+    MemoryNotFound,
+    MemoryRejected,
+    StoreError,
+    StoreUnavailable,
+)
+from harness.memory.recall import Omission, RecallResult, RecalledItem
+from harness.memory.store import MemoryStore, StoreStatus
+from harness.memory.types import (
+    Kind,
+    Memory,
+    MemoryCandidate,
+    Origin,
+    RecallRequest,
+    Scope,
+    Source,
+    Status,
+)
+
+__all__ = [
+    "ConflictingState",
+    "EmbeddingModelMismatch",
+    "HarnessError",
+    "IncompleteRecall",
+    "InvalidInput",
+    "Kind",
+    "Memory",
+    "MemoryCandidate",
+    "MemoryNotFound",
+    "MemoryRejected",
+    "MemoryStore",
+    "Omission",
+    "Origin",
+    "RecallRequest",
+    "RecallResult",
+    "RecalledItem",
+    "Scope",
+    "Source",
+    "Status",
+    "StoreError",
+    "StoreStatus",
+    "StoreUnavailable",
+]

@@ -1,0 +1,251 @@
+"""Pure recall assembly: precedence, ordering, limits, whole-item budget, rendering, trace.
+
+No database imports: every function here is a pure function over frozen values, so the rules
+of SPEC sections 4 and 5 can be property-tested without PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.errors import IncompleteRecall
+from harness.memory.types import SCOPE_BREADTH, Kind, Memory
+
+__all__ = [
+    "Candidate",
+    "Omission",
+    "RecallResult",
+    "RecalledItem",
+    "TraceEntry",
+    "assemble",
+    "order_key",
+    "precedence_winner",
+    "render_item",
+    "resolve_conflicts",
+]
+
+log = logging.getLogger(__name__)
+
+OmissionReason = Literal["conflict", "item_too_long", "max_items", "budget"]
+SEPARATOR = "\n"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A readable memory offered to assembly, with its fused relevance (0 when not scored)."""
+
+    memory: Memory
+    relevance: float = 0.0
+    why: str = "always"
+
+
+@dataclass(frozen=True)
+class RecalledItem:
+    """One item of the context, in order. ``text`` is exactly what the model reads."""
+
+    memory: Memory
+    text: str
+    relevance: float = 0.0
+
+
+@dataclass(frozen=True)
+class Omission:
+    """A readable candidate left out of this context (it is not deleted)."""
+
+    memory_id: uuid.UUID
+    reason: OmissionReason
+    chars: int
+    winner_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """Why a memory was kept or dropped before or during assembly."""
+
+    memory_id: uuid.UUID | None
+    decision: Literal["kept", "dropped"]
+    stage: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """The context for one run, and an account of everything left out."""
+
+    items: list[RecalledItem]
+    omitted: list[Omission]
+    text: str
+    complete: bool
+    trace: list[TraceEntry] = field(default_factory=list)
+    degraded: bool = False
+
+    def explain(self) -> str:
+        """Plain-text account of each candidate: why it was kept or dropped."""
+        if not self.trace:
+            return "no candidates" + (" (memory unavailable; recall degraded)" if self.degraded else "")
+        lines = []
+        for entry in self.trace:
+            who = str(entry.memory_id) if entry.memory_id else "-"
+            lines.append(f"{entry.decision:7} {entry.stage:10} {who}  {entry.detail}")
+        if not self.complete:
+            lines.append("INCOMPLETE: a constraint could not be placed in the context")
+        return "\n".join(lines)
+
+    @classmethod
+    def empty(cls, *, degraded: bool = False, reason: str = "") -> RecallResult:
+        """An empty context; ``degraded`` marks a store failure (``complete`` is then False)."""
+        trace = [TraceEntry(None, "dropped", "store", reason)] if reason else []
+        return cls(items=[], omitted=[], text="", complete=not degraded, trace=trace,
+                   degraded=degraded)
+
+
+def _scope_breadth(memory: Memory) -> int:
+    return SCOPE_BREADTH[memory.scope]
+
+
+def _winner_sort_key(memory: Memory, prefer_broad: bool) -> tuple[int, int, float, str]:
+    breadth = _scope_breadth(memory)
+    return (
+        -breadth if prefer_broad else breadth,
+        -memory.priority,
+        -memory.created_at.timestamp(),
+        str(memory.id),
+    )
+
+
+def precedence_winner(group: Sequence[Memory]) -> Memory:
+    """The item of one key group that applies (SPEC section 4).
+
+    Any constraint beats every non-constraint, and among constraints the broadest scope wins;
+    otherwise the narrowest scope wins. Ties: higher priority, newer, then smallest id.
+    """
+    if not group:
+        raise ValueError("empty key group")
+    constraints = [m for m in group if m.kind is Kind.CONSTRAINT]
+    if constraints:
+        return min(constraints, key=lambda m: _winner_sort_key(m, prefer_broad=True))
+    return min(group, key=lambda m: _winner_sort_key(m, prefer_broad=False))
+
+
+def resolve_conflicts(
+    candidates: Sequence[Candidate],
+) -> tuple[list[Candidate], list[tuple[Candidate, Memory]]]:
+    """Split candidates into survivors and (loser, winner) pairs; keyless items never conflict."""
+    groups: dict[str, list[Candidate]] = {}
+    survivors: list[Candidate] = []
+    for cand in candidates:
+        if cand.memory.key is None:
+            survivors.append(cand)
+        else:
+            groups.setdefault(cand.memory.key, []).append(cand)
+    losers: list[tuple[Candidate, Memory]] = []
+    for group in groups.values():
+        winner = precedence_winner([c.memory for c in group])
+        for cand in group:
+            if cand.memory.id == winner.id:
+                survivors.append(cand)
+            else:
+                losers.append((cand, winner))
+    return survivors, losers
+
+
+def order_key(cand: Candidate) -> tuple[int, int, int, int, float, float, str]:
+    """Constraints first (broadest first), then priority, proximity, relevance, recency, id."""
+    memory = cand.memory
+    is_constraint = memory.kind is Kind.CONSTRAINT
+    breadth = _scope_breadth(memory)
+    return (
+        0 if is_constraint else 1,
+        -breadth if is_constraint else 0,
+        -memory.priority,
+        breadth,
+        -round(cand.relevance, 9),
+        -memory.created_at.timestamp(),
+        str(memory.id),
+    )
+
+
+def render_item(memory: Memory) -> str:
+    """One line (or more, when the content has newlines) labelled with scope, kind and source."""
+    origin = memory.source.origin.value
+    date = memory.created_at.date().isoformat()
+    return f"- [{memory.scope.value} {memory.kind.value} | {origin} | {date}] {memory.content}"
+
+
+def assemble(
+    candidates: Iterable[Candidate],
+    *,
+    budget_chars: int,
+    max_items: int,
+    max_item_chars: int,
+    strict: bool = False,
+    trace: Sequence[TraceEntry] = (),
+) -> RecallResult:
+    """Resolve, order, limit and render. Pure; raises ``IncompleteRecall`` only when strict.
+
+    Limits apply in this order: items whose rendering exceeds ``max_item_chars`` are left out
+    whole, then at most ``max_items``, then the budget is filled with whole items in order,
+    skipping any that does not fit and trying the next. ``len(text) <= budget_chars`` always.
+    """
+    pool = list({c.memory.id: c for c in candidates}.values())
+    survivors, losers = resolve_conflicts(pool)
+    omitted: list[Omission] = []
+    entries = list(trace)
+    for loser, winner in sorted(losers, key=lambda pair: order_key(pair[0])):
+        chars = len(render_item(loser.memory))
+        omitted.append(Omission(loser.memory.id, "conflict", chars, winner.id))
+        entries.append(TraceEntry(loser.memory.id, "dropped", "precedence",
+                                  f"key {loser.memory.key!r}: {loser.memory.scope.value} "
+                                  f"{loser.memory.kind.value} loses to {winner.id}"))
+
+    placed: list[RecalledItem] = []
+    used = 0
+    considered = 0
+    incomplete = False
+    for cand in sorted(survivors, key=order_key):
+        memory = cand.memory
+        text = render_item(memory)
+        size = len(text)
+        reason: OmissionReason | None = None
+        if size > max_item_chars:
+            reason = "item_too_long"
+        elif considered >= max_items:
+            reason = "max_items"
+        else:
+            considered += 1
+            cost = size + (len(SEPARATOR) if placed else 0)
+            if used + cost > budget_chars:
+                reason = "budget"
+            else:
+                used += cost
+        if reason is None:
+            placed.append(RecalledItem(memory, text, cand.relevance))
+            entries.append(TraceEntry(memory.id, "kept", "assembly",
+                                      f"{memory.scope.value} {memory.kind.value} ({cand.why}), "
+                                      f"{size} chars"))
+            continue
+        omitted.append(Omission(memory.id, reason, size))
+        entries.append(TraceEntry(memory.id, "dropped", reason,
+                                  f"{memory.scope.value} {memory.kind.value}, {size} chars"))
+        if memory.kind is Kind.CONSTRAINT:
+            incomplete = True
+
+    text = SEPARATOR.join(item.text for item in placed)
+    result = RecallResult(items=placed, omitted=omitted, text=text, complete=not incomplete,
+                          trace=entries)
+    if incomplete:
+        missing = [o.memory_id for o in omitted
+                   if o.reason != "conflict" and _is_constraint(pool, o.memory_id)]
+        log.warning("recall incomplete: %d constraint(s) could not be placed: %s",
+                    len(missing), ", ".join(map(str, missing)))
+        if strict:
+            raise IncompleteRecall(f"constraints could not be placed: {missing}")
+    return result
+
+
+def _is_constraint(pool: Sequence[Candidate], memory_id: uuid.UUID) -> bool:
+    return any(c.memory.id == memory_id and c.memory.kind is Kind.CONSTRAINT for c in pool)

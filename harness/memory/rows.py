@@ -1,0 +1,39 @@
+"""Mapping of database rows to domain values (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.memory.types import Approval, Kind, Memory, Origin, Scope, Source, Status
+
+__all__ = ["memory_from_row"]
+
+
+def memory_from_row(row: Mapping[str, Any]) -> Memory:
+    """Build a :class:`Memory` from a ``memories`` row mapping."""
+    approval = None
+    if row.get("approval_decision"):
+        approval = Approval(decision=row["approval_decision"], by=row["approved_by"],
+                            at=row["approved_at"], reason=row.get("approval_reason"))
+    return Memory(
+        id=row["id"],
+        tenant=row["tenant"],
+        scope=Scope(row["scope"]),
+        scope_id=row["scope_id"],
+        kind=Kind(row["kind"]),
+        key=row["memory_key"],
+        content=row["content"],
+        context=row.get("context"),
+        priority=row["priority"],
+        status=Status(row["status"]),
+        source=Source(origin=Origin(row["origin"]), run_id=row.get("run_id"),
+                      verdict_id=row.get("verdict_id")),
+        created_at=row["created_at"],
+        expires_at=row.get("expires_at"),
+        supersedes=row.get("supersedes"),
+        superseded_by=row.get("superseded_by"),
+        fingerprint=row["fingerprint"],
+        approval=approval,
+        has_embedding=row.get("embedding") is not None,
+    )

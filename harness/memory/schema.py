@@ -1,0 +1,169 @@
+"""Table definitions: the single source the Alembic migrations are checked against.
+
+Tenant is the first column of every composite index. Two indexes cannot lead with it by
+construction: the HNSW vector index (single-column access method) and the GIN full-text index
+(``btree_gin`` is not available in the embedded server); recall filters by tenant first anyway.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    Computed,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import TSVECTOR, UUID
+
+__all__ = [
+    "DEFAULT_DIM",
+    "approvals",
+    "cleanup_tasks",
+    "memories",
+    "metadata",
+    "runs",
+    "store_meta",
+]
+
+DEFAULT_DIM = 384
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+TSV_EXPR = (
+    "setweight(to_tsvector('simple'::regconfig, content), 'A') || "
+    "setweight(to_tsvector('simple'::regconfig, coalesce(context, '')), 'B')"
+)
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True),
+    Column("tenant", String(200), nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("scope_id", String(200), nullable=False, server_default=""),
+    Column("kind", String(16), nullable=False),
+    Column("memory_key", String(200)),
+    Column("content", Text, nullable=False),
+    Column("context", Text),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("status", String(20), nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("run_id", String(200)),
+    Column("verdict_id", String(200)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("supersedes", UUID(as_uuid=True)),
+    Column("superseded_by", UUID(as_uuid=True)),
+    Column("fingerprint", String(64), nullable=False),
+    Column("embedding", Vector(DEFAULT_DIM)),
+    Column("tsv", TSVECTOR, Computed(TSV_EXPR, persisted=True)),
+    Column("approved_by", String(200)),
+    Column("approved_at", DateTime(timezone=True)),
+    Column("approval_decision", String(16)),
+    Column("approval_reason", Text),
+    CheckConstraint("scope IN ('session','workflow','user','platform')", name="scope"),
+    CheckConstraint("kind IN ('constraint','preference','lesson','fact','decision')", name="kind"),
+    CheckConstraint(
+        "status IN ('active','pending_approval','rejected','superseded')", name="status"
+    ),
+    CheckConstraint("origin IN ('verdict','completion','admin','api')", name="origin"),
+    CheckConstraint("(scope = 'platform') = (scope_id = '')", name="scope_id"),
+    Index("ix_memories_readable", "tenant", "scope", "scope_id", "status", "kind"),
+    Index(
+        "uq_memories_active_key",
+        "tenant",
+        "scope",
+        "scope_id",
+        "memory_key",
+        unique=True,
+        postgresql_where=text("status = 'active' AND memory_key IS NOT NULL"),
+    ),
+    Index("ix_memories_history", "tenant", "scope", "scope_id", "memory_key", "created_at"),
+    Index("ix_memories_fingerprint", "tenant", "scope", "scope_id", "fingerprint"),
+    Index(
+        "ix_memories_expires",
+        "tenant",
+        "expires_at",
+        postgresql_where=text("expires_at IS NOT NULL"),
+    ),
+    Index(
+        "ix_memories_pending",
+        "tenant",
+        "created_at",
+        postgresql_where=text("status = 'pending_approval'"),
+    ),
+    Index(
+        "ix_memories_embedding_hnsw",
+        "embedding",
+        postgresql_using="hnsw",
+        postgresql_ops={"embedding": "vector_cosine_ops"},
+    ),
+    Index("ix_memories_tsv", "tsv", postgresql_using="gin"),
+)
+
+approvals = Table(
+    "memory_approvals",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant", String(200), nullable=False),
+    Column("memory_id", UUID(as_uuid=True), nullable=False),
+    Column("decision", String(16), nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text),
+    Column("decided_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("decision IN ('approved','rejected')", name="decision"),
+    Index("ix_memory_approvals_tenant_decided", "tenant", "decided_at"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant", String(200), nullable=False),
+    Column("user_id", String(200), nullable=False),
+    Column("workflow_id", String(200)),
+    Column("session_id", String(200)),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("error", Text),
+    Index("ix_runs_tenant_workflow", "tenant", "workflow_id"),
+)
+
+cleanup_tasks = Table(
+    "cleanup_tasks",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant", String(200), nullable=False),
+    Column("target", String(16), nullable=False),
+    Column("target_id", String(200), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text),
+    Column("done_at", DateTime(timezone=True)),
+    CheckConstraint("target IN ('workflow','session')", name="target"),
+    Index("ix_cleanup_tasks_tenant_open", "tenant", "done_at"),
+)
+
+store_meta = Table(
+    "store_meta",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("value", Text, nullable=False),
+)

@@ -1,0 +1,9 @@
+"""Alembic environment and versions of harness-memory (shipped in the wheel)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["MIGRATIONS_DIR"]
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent

@@ -1,0 +1,41 @@
+"""Alembic environment: one linear head, every run under a PostgreSQL advisory lock."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, pool, text
+from sqlalchemy.engine import Connection
+
+from harness.memory.schema import metadata
+
+# Any constant works; it only has to be the same for every process migrating this database.
+MIGRATION_LOCK_KEY = 0x6861726E657373  # "harness"
+
+config = context.config
+
+
+def _run(connection: Connection) -> None:
+    with connection.begin():
+        connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        context.configure(connection=connection, target_metadata=metadata, compare_type=True)
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = create_engine(config.get_main_option("sqlalchemy.url") or "", poolclass=pool.NullPool)
+    with engine.connect() as conn:
+        _run(conn)
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=metadata,
+                      literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    run_migrations_online()
