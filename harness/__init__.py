@@ -1,10 +1,12 @@
 """harness-memory: scoped memory for agent runtimes.
 
-``harness.memory`` is the MemoryStore, ``harness.recallset`` the per-run working memo.
+``harness.Engine`` runs an agent with memory; ``harness.memory`` is the MemoryStore and
+``harness.recallset`` the per-run working memo. Importing does no IO.
 """
 
 from __future__ import annotations
 
+from harness.engine import Engine, EngineConfig, RunInput, RunOutcome, Verdict
 from harness.errors import HarnessError
 
-__all__ = ["HarnessError"]
+__all__ = ["Engine", "EngineConfig", "HarnessError", "RunInput", "RunOutcome", "Verdict"]

@@ -29,10 +29,12 @@ class HarnessError(Exception):
 class InvalidInput(HarnessError, ValueError):
     """Input failed validation; ``fields`` names every offending field (dotted paths)."""
 
-    def __init__(self, message: str, *, fields: tuple[str, ...] = (), errors: list[Any] | None = None):
+    def __init__(self, message: str, *, fields: tuple[str, ...] = (), errors: list[Any] | None = None,
+                 details: tuple[tuple[str, str], ...] = ()):
         super().__init__(message)
         self.fields = fields
         self.errors = errors or []
+        self.details = details or tuple((f, message) for f in fields)
 
     @property
     def field(self) -> str | None:
@@ -41,11 +43,23 @@ class InvalidInput(HarnessError, ValueError):
 
     @classmethod
     def from_pydantic(cls, model: str, exc: Any) -> InvalidInput:
-        """Build from a pydantic ``ValidationError``, keeping each field and message."""
-        errors = exc.errors(include_url=False, include_context=False)
-        fields = tuple(".".join(str(p) for p in err["loc"]) or "__root__" for err in errors)
-        parts = [f"{f}: {err['msg']}" for f, err in zip(fields, errors, strict=True)]
-        return cls(f"invalid {model}: " + "; ".join(parts), fields=fields, errors=errors)
+        """Build from a pydantic ``ValidationError``, keeping each field and message.
+
+        Errors raised by nested models (already ``InvalidInput``) keep their own field paths,
+        prefixed with where the nested model sits.
+        """
+        details: list[tuple[str, str]] = []
+        errors = exc.errors(include_url=False)
+        for err in errors:
+            where = ".".join(str(p) for p in err["loc"])
+            nested = (err.get("ctx") or {}).get("error")
+            if isinstance(nested, InvalidInput) and nested.details:
+                details += [(f"{where}.{sub}" if where else sub, msg) for sub, msg in nested.details]
+                continue
+            details.append((where or "__root__", err["msg"].removeprefix("Value error, ")))
+        message = f"invalid {model}: " + "; ".join(f"{f}: {m}" for f, m in details)
+        return cls(message, fields=tuple(f for f, _ in details), errors=errors,
+                   details=tuple(details))
 
 
 class MemoryRejected(HarnessError):

@@ -60,7 +60,7 @@ DEFAULT_RULES: tuple[GuardRule, ...] = (
     _r("url_credentials", "contains a URL with embedded credentials",
        r"\b[a-z][a-z0-9+.\-]*://[^\s/:@]+:[^\s/@]+@[^\s/]+", _I),
     _r("password_assignment", "assigns a password or secret value",
-       r"\b(?:password|passwd|pwd|passphrase|secret|api[_\- ]?key|access[_\- ]?token|auth[_\- ]?token|client[_\- ]?secret)"
+       r"(?<![A-Za-z])(?:password|passwd|pwd|passphrase|secret|api[_\- ]?key|access[_\- ]?token|auth[_\- ]?token|client[_\- ]?secret)"
        r"\s*(?:[:=]|\bis\b)\s*['\"]?(?=[^\s'\"]*[0-9!@#$%^&*_\-])[^\s'\"]{6,}", _I),
     _r("injection_ignore", "looks like a prompt injection (override of prior instructions)",
        r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?"

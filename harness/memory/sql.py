@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from harness.memory.schema import approvals, memories, store_meta
+from harness.memory.schema import approvals, memories, runs, store_meta
 from harness.memory.types import Kind, Scope, Status
 
 __all__ = [
@@ -41,6 +41,10 @@ __all__ = [
     "by_id",
     "counts_by_tenant_status",
     "delete_by_id",
+    "delete_runs_of_workflow",
+    "finish_run",
+    "insert_run",
+    "runs_of",
     "delete_scope",
     "history",
     "insert_approval",
@@ -339,3 +343,24 @@ def relevance_scores(
         func.coalesce(vec.c.id, fts.c.id).label("id"),
         vec.c.sim, vec.c.vrank, fts.c.lex, fts.c.coverage, fts.c.lrank,
     ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
+
+
+# --- run records ------------------------------------------------------------------------------
+
+def insert_run(row: dict[str, Any]) -> Insert:
+    return insert(runs).values(**row)
+
+
+def finish_run(tenant: str, run_id: str, values: dict[str, Any]) -> Update:
+    return update(runs).where(runs.c.tenant == tenant, runs.c.id == run_id).values(**values)
+
+
+def runs_of(tenant: str, workflow_id: str | None = None) -> Select[Any]:
+    stmt = select(runs).where(runs.c.tenant == tenant)
+    if workflow_id is not None:
+        stmt = stmt.where(runs.c.workflow_id == workflow_id)
+    return stmt.order_by(runs.c.started_at, runs.c.id)
+
+
+def delete_runs_of_workflow(tenant: str, workflow_id: str) -> Delete:
+    return delete(runs).where(runs.c.tenant == tenant, runs.c.workflow_id == workflow_id)

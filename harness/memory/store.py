@@ -34,7 +34,9 @@ from harness.memory.embedder import Embedder, load_embedder
 from harness.memory.guard import Guard, default_guard
 from harness.memory.migrate import current_revision, upgrade_to_head
 from harness.memory.recall import RecallResult
+from harness.memory.retrieval import Retriever
 from harness.memory.rows import memory_from_row
+from harness.memory.runs import RunRecords
 from harness.memory.types import (
     AUTOMATIC_ORIGINS,
     Memory,
@@ -125,9 +127,8 @@ class MemoryStore:
         self.clock = clock
         self.url = url
         self.lexical_reason = lexical_reason
-        from harness.memory.retrieval import Retriever  # local: retrieval imports this module's siblings
-
         self._retriever = Retriever(self)
+        self.runs = RunRecords(self)
 
     # --- construction --------------------------------------------------------------------------
 
@@ -228,7 +229,7 @@ class MemoryStore:
     def stored_model(self) -> tuple[str | None, int | None]:
         """The (model, dimension) recorded as having built this store's vectors."""
         with self.transaction("read metadata") as conn:
-            meta = dict(conn.execute(sql.meta_get()).tuples().all())
+            meta = {name: value for name, value in conn.execute(sql.meta_get())}
         dim = meta.get(META_DIM)
         return meta.get(META_MODEL), int(dim) if dim else None
 
@@ -530,13 +531,13 @@ class MemoryStore:
         with self.transaction("status") as conn:
             revision = current_revision(conn)
             counts: dict[str, dict[str, int]] = {}
-            for tenant, status, n in conn.execute(sql.counts_by_tenant_status()).tuples():
+            for tenant, status, n in conn.execute(sql.counts_by_tenant_status()):
                 counts.setdefault(tenant, {})[status] = int(n)
             missing = int(conn.execute(sa.text(
                 "SELECT count(*) FROM memories WHERE embedding IS NULL")).scalar_one())
             cleanups = dict(conn.execute(sa.text(
                 "SELECT tenant, count(*) FROM cleanup_tasks WHERE done_at IS NULL "
-                "GROUP BY tenant ORDER BY tenant")).tuples().all())
+                "GROUP BY tenant ORDER BY tenant")).all())
         stored, _ = self.stored_model()
         return StoreStatus(
             url=redact_url(self.url),

@@ -18,6 +18,7 @@ from harness.errors import InvalidInput
 __all__ = [
     "SCOPE_BREADTH",
     "Approval",
+    "FrozenModel",
     "Kind",
     "Memory",
     "MemoryCandidate",
@@ -78,7 +79,9 @@ class Origin(str, Enum):
 AUTOMATIC_ORIGINS = frozenset({Origin.VERDICT, Origin.COMPLETION})
 
 
-class _Frozen(BaseModel):
+class FrozenModel(BaseModel):
+    """Base of every value type: frozen, no extra fields, bad input -> ``InvalidInput``."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
 
     def __init__(self, **data: Any) -> None:
@@ -94,7 +97,7 @@ def _require_aware(value: datetime | None) -> datetime | None:
     return value
 
 
-class Source(_Frozen):
+class Source(FrozenModel):
     """Provenance of a memory: origin, and the run and verdict that produced it."""
 
     origin: Origin = Origin.API
@@ -102,7 +105,7 @@ class Source(_Frozen):
     verdict_id: str | None = Field(default=None, max_length=200)
 
 
-class MemoryCandidate(_Frozen):
+class MemoryCandidate(FrozenModel):
     """Something proposed for long-term storage; it becomes a :class:`Memory` via ``write``.
 
     ``scope_id`` is required for session, workflow and user scopes and must be empty for
@@ -160,7 +163,7 @@ class MemoryCandidate(_Frozen):
         return self.scope_id or ""
 
 
-class Approval(_Frozen):
+class Approval(FrozenModel):
     """The admin decision on a pending platform memory."""
 
     decision: Literal["approved", "rejected"]
@@ -169,7 +172,7 @@ class Approval(_Frozen):
     reason: str | None = None
 
 
-class Memory(_Frozen):
+class Memory(FrozenModel):
     """A stored memory, as read back from the store."""
 
     id: uuid.UUID
@@ -192,7 +195,7 @@ class Memory(_Frozen):
     has_embedding: bool = False
 
 
-class RecallRequest(_Frozen):
+class RecallRequest(FrozenModel):
     """What a run may read and how much context it can afford.
 
     Identity (tenant, user, workflow, session) comes from the caller's verified context,

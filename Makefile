@@ -1,0 +1,42 @@
+# Quick start: `make demo` runs the demo, `make test` runs the whole test suite.
+# Each target creates .venv and installs the project with its dev extras on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+# Developer machines and CI keep a local copy of the embedding model beside the checkout;
+# elsewhere set HARNESS_EMBED_MODEL_PATH yourself (or let fastembed download the model).
+HARNESS_EMBED_MODEL_PATH ?= $(abspath $(wildcard ../shared/models/all-MiniLM-L6-v2-onnx))
+export HARNESS_EMBED_MODEL_PATH
+
+.PHONY: demo test lint typecheck pytest bench bench-smoke clean
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(INSTALLED)
+	$(BIN)/harness-memory demo
+
+test: lint typecheck pytest
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+
+typecheck: $(INSTALLED)
+	$(BIN)/mypy
+
+pytest: $(INSTALLED)
+	$(BIN)/pytest
+
+bench: $(INSTALLED)
+	$(BIN)/python -m bench.run
+
+bench-smoke: $(INSTALLED)
+	$(BIN)/python -m bench.run --smoke
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,115 @@
+"""The ``harness-memory`` command line: status, init, reembed, demo, admin."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from harness.errors import HarnessError
+from harness.memory.store import MemoryStore
+
+__all__ = ["app"]
+
+app = typer.Typer(help="harness-memory: scoped memory for agent runtimes.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+console = Console()
+
+UrlOption = Annotated[str | None, typer.Option("--url", help="database URL (default: "
+                                               "HARNESS_DATABASE_URL, else the embedded server)")]
+
+
+def _connect(url: str | None, *, check_model: bool = True) -> MemoryStore:
+    try:
+        return MemoryStore.connect(url, check_model=check_model)
+    except HarnessError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+@app.callback()
+def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+@app.command()
+def init(url: UrlOption = None) -> None:
+    """Create or migrate the store (idempotent) and print where it lives."""
+    with _connect(url) as store:
+        st = store.status()
+        console.print(f"store ready at {st.url} (schema revision {st.revision})")
+
+
+@app.command()
+def status(url: UrlOption = None) -> None:
+    """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
+    with _connect(url, check_model=False) as store:
+        st = store.status()
+        mismatch = None
+        try:
+            store.check_embedding_model()
+        except HarnessError as exc:
+            mismatch = str(exc)
+    console.print(f"database        {st.url}")
+    console.print(f"schema revision {st.revision}")
+    mode = st.embedder_mode
+    if st.embed_model:
+        mode += f" ({st.embed_model}, {st.embed_dim} dims)"
+    else:
+        mode += f" — {st.lexical_reason}"
+    console.print(f"embedder        {mode}")
+    console.print(f"vectors built by {st.stored_model or '(none yet)'}; "
+                  f"{st.missing_embeddings} memories without a vector")
+    if mismatch:
+        console.print(f"[red]model mismatch:[/red] {mismatch}")
+    table = Table("tenant", "active", "pending_approval", "rejected", "superseded",
+                  "pending cleanups")
+    for tenant in sorted(set(st.counts) | set(st.pending_cleanups)):
+        c = st.counts.get(tenant, {})
+        table.add_row(tenant, *(str(c.get(k, 0)) for k in
+                                ("active", "pending_approval", "rejected", "superseded")),
+                      str(st.pending_cleanups.get(tenant, 0)))
+    console.print(table)
+
+
+@app.command()
+def reembed(
+    url: UrlOption = None,
+    missing_only: Annotated[bool, typer.Option("--missing-only", help="only rows without a vector")]
+    = False,
+    batch_size: Annotated[int, typer.Option(min=1)] = 256,
+) -> None:
+    """Rebuild every vector with the configured embedding model and record it (idempotent)."""
+    with _connect(url, check_model=False) as store, Progress(
+        TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        task = progress.add_task("reembed", total=None)
+
+        def step(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        try:
+            n = store.reembed(batch_size=batch_size, all_rows=not missing_only, progress=step)
+        except HarnessError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    console.print(f"re-embedded {n} memories")
+
+
+@app.command()
+def demo(url: UrlOption = None) -> None:
+    """Tell the two-run story: a rejection becomes a lesson the next run starts with."""
+    from harness.demo import run_demo
+
+    with _connect(url) as store:
+        run_demo(store, console)
+
+
+def main() -> None:  # pragma: no cover - console-script shim
+    app()

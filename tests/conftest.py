@@ -1,0 +1,141 @@
+"""Shared fixtures: one embedded PostgreSQL per test session, a fresh database per session,
+a unique tenant per test. Set HARNESS_TEST_DATABASE_URL to use another server instead."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from harness.clock import FixedClock
+from harness.memory.embedder import Embedder, load_embedder
+from harness.memory.migrate import upgrade_to_head
+from harness.memory.store import MemoryStore, normalize_url
+from harness.settings import Settings
+
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words vectors: no model, still a real vector path."""
+
+    def __init__(self, dim: int = 384, name: str = "test/hash-embedder"):
+        self._dim = dim
+        self._name = name
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vec = [0.0] * self._dim
+            for word in text.lower().split():
+                h = int(hashlib.blake2b(word.strip(".,?!:;").encode(), digest_size=8).hexdigest(), 16)
+                vec[h % self._dim] += 1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+
+
+def _server_url(tmp_root: Path) -> str:
+    explicit = os.environ.get("HARNESS_TEST_DATABASE_URL")
+    if explicit:
+        return normalize_url(explicit)
+    from harness.memory.embedded import embedded_url
+
+    return normalize_url(embedded_url(tmp_root / "harness-home"))
+
+
+def create_database(server_url: str, name: str) -> str:
+    """Create an empty database on the server and return its URL."""
+    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _server_url(tmp_path_factory.mktemp("pg"))
+
+
+@pytest.fixture(scope="session")
+def db_url(server_url: str) -> str:
+    url = create_database(server_url, f"harness_test_{os.getpid()}")
+    engine = sa.create_engine(url)
+    upgrade_to_head(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def fresh_db_url(server_url: str) -> str:
+    """An empty, unmigrated database of its own."""
+    return create_database(server_url, f"harness_fresh_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Embedder:
+    settings = Settings.from_env()
+    embedder, reason = load_embedder(settings.embed_model, settings.embed_model_path)
+    if embedder is None:
+        pytest.fail("these tests need the embedding model: set HARNESS_EMBED_MODEL_PATH to a "
+                    f"local all-MiniLM-L6-v2 ONNX folder ({reason})")
+    return embedder
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(T0)
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def make_store(db_url: str, embedder: Embedder | None, clock: FixedClock | None = None,
+               **settings: object) -> MemoryStore:
+    return MemoryStore.connect(db_url, embedder=embedder, clock=clock, migrate=False,
+                               check_model=False,
+                               settings=Settings.from_env(**settings))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def store(db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
+    """A store with a deterministic hash embedder (real vector path, no model)."""
+    s = make_store(db_url, HashEmbedder(), clock)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def semantic_store(db_url: str, clock: FixedClock, real_embedder: Embedder) -> Iterator[MemoryStore]:
+    """A store with the real embedding model."""
+    s = make_store(db_url, real_embedder, clock)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def lexical_store(db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
+    with pytest.warns(RuntimeWarning, match="lexical-only"):
+        s = make_store(db_url, None, clock)
+    yield s
+    s.close()

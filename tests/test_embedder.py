@@ -1,0 +1,88 @@
+"""Embedder loading, lexical-only mode, model bookkeeping and reembed."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+
+from harness.errors import EmbeddingModelMismatch
+from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
+from harness.memory.embedder import Embedder, load_embedder
+
+from .conftest import HashEmbedder
+
+
+def fact(tenant: str, content: str) -> MemoryCandidate:
+    return MemoryCandidate(tenant=tenant, scope="user", scope_id="u", kind="fact", content=content)
+
+
+def test_real_model_loads_from_folder(real_embedder: Embedder) -> None:
+    assert real_embedder.dim == 384
+    a, b, c = real_embedder.embed(["The cat sits on the mat", "A cat is sitting on a rug",
+                                   "Quarterly revenue grew by 4 percent"])
+    assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-3)
+    sim = lambda u, v: sum(x * y for x, y in zip(u, v, strict=True))  # noqa: E731
+    assert sim(a, b) > sim(a, c) + 0.3
+
+
+def test_missing_model_folder_means_lexical_mode(tmp_path: Path) -> None:
+    embedder, reason = load_embedder("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "nope")
+    assert embedder is None and reason is not None and "not found" in reason
+
+
+def test_lexical_only_store_warns_once_and_still_recalls(fresh_db_url: str, tenant: str) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = MemoryStore.connect(fresh_db_url, embedder=None)
+    try:
+        lexical = [w for w in caught if "lexical-only" in str(w.message)]
+        assert len(lexical) == 1
+        st = store.status()
+        assert st.embedder_mode == "lexical-only" and st.embed_model is None
+        m = store.write(fact(tenant, "The staging cluster is named kestrel"))
+        assert not m.has_embedding
+        r = store.recall(RecallRequest(tenant=tenant, user_id="u", query="staging cluster name"))
+        assert [i.memory.id for i in r.items] == [m.id]
+        assert store.status().missing_embeddings == 1
+    finally:
+        store.close()
+
+
+def test_model_mismatch_refuses_and_reembed_fixes(fresh_db_url: str, tenant: str) -> None:
+    first = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-a"))
+    first.write_many([fact(tenant, f"fact number {i}") for i in range(5)])
+    assert first.stored_model() == ("model-a", 384)
+    first.close()
+
+    with pytest.raises(EmbeddingModelMismatch, match="harness-memory reembed") as info:
+        MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-b", dim=64))
+    assert info.value.stored == "model-a" and info.value.configured_dim == 64
+
+    fixer = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-b", dim=64),
+                                check_model=False)
+    seen: list[tuple[int, int]] = []
+    assert fixer.reembed(batch_size=2, progress=lambda d, t: seen.append((d, t))) == 5
+    assert seen[-1] == (5, 5) and len(seen) == 3
+    fixer.close()
+
+    again = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-b", dim=64))
+    try:
+        assert again.stored_model() == ("model-b", 64)
+        r = again.recall(RecallRequest(tenant=tenant, user_id="u", query="fact number 3"))
+        assert any(i.memory.content == "fact number 3" for i in r.items)
+        assert again.status().missing_embeddings == 0
+    finally:
+        again.close()
+
+
+def test_embedding_failure_still_writes(store: MemoryStore, tenant: str) -> None:
+    class Broken(HashEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            raise RuntimeError("onnx exploded")
+
+    store.embedder = Broken()
+    m = store.write(fact(tenant, "written without a vector"))
+    assert store.get(m.id) is not None and not m.has_embedding

@@ -1,0 +1,87 @@
+"""Alembic: one linear head, reversible, no drift, safe under concurrent connects."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from harness.memory.migrate import alembic_config, downgrade, upgrade_to_head
+from harness.memory.schema import metadata
+
+TABLES = {"memories", "memory_approvals", "runs", "cleanup_tasks", "store_meta"}
+
+
+def _tables(engine: sa.Engine) -> set[str]:
+    return set(sa.inspect(engine).get_table_names()) - {"alembic_version"}
+
+
+def test_single_linear_head() -> None:
+    script = ScriptDirectory.from_config(alembic_config())
+    assert len(script.get_heads()) == 1
+    revs = list(script.walk_revisions())
+    assert all(len(r._all_down_revisions) <= 1 for r in revs)
+
+
+def test_upgrade_downgrade_upgrade(fresh_db_url: str) -> None:
+    engine = sa.create_engine(fresh_db_url)
+    try:
+        upgrade_to_head(engine)
+        assert _tables(engine) == TABLES
+        downgrade(engine, "base")
+        assert _tables(engine) == set()
+        upgrade_to_head(engine)
+        assert _tables(engine) == TABLES
+        upgrade_to_head(engine)  # idempotent
+        indexes = {ix["name"] for ix in sa.inspect(engine).get_indexes("memories")}
+        assert {"ix_memories_embedding_hnsw", "ix_memories_tsv", "uq_memories_active_key"} <= indexes
+    finally:
+        engine.dispose()
+
+
+def test_autogenerate_finds_no_drift(fresh_db_url: str) -> None:
+    engine = sa.create_engine(fresh_db_url)
+    try:
+        upgrade_to_head(engine)
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+            diff = compare_metadata(ctx, metadata)
+        assert diff == []
+    finally:
+        engine.dispose()
+
+
+def test_every_index_on_tenant_tables_leads_with_tenant(fresh_db_url: str) -> None:
+    engine = sa.create_engine(fresh_db_url)
+    try:
+        upgrade_to_head(engine)
+        insp = sa.inspect(engine)
+        single_column_access_methods = {"ix_memories_embedding_hnsw", "ix_memories_tsv"}
+        for table in ("memories", "memory_approvals", "runs", "cleanup_tasks"):
+            for ix in insp.get_indexes(table):
+                if ix["name"] in single_column_access_methods:
+                    continue
+                assert ix["column_names"][0] == "tenant", (table, ix["name"])
+    finally:
+        engine.dispose()
+
+
+def test_two_processes_connecting_at_once_both_succeed(fresh_db_url: str) -> None:
+    code = textwrap.dedent(f"""
+        from harness.memory import MemoryStore
+        s = MemoryStore.connect({fresh_db_url!r}, embedder=None)
+        print(s.status().revision)
+        s.close()
+    """)
+    procs = [subprocess.Popen([sys.executable, "-W", "ignore", "-c", code],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert out.strip() == "0001"
