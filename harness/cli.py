@@ -15,12 +15,19 @@ from harness.memory.store import MemoryStore
 
 __all__ = ["app"]
 
-app = typer.Typer(help="harness-memory: scoped memory for agent runtimes.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="harness-memory: scoped memory for agent runtimes.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 console = Console()
 
-UrlOption = Annotated[str | None, typer.Option("--url", help="database URL (default: "
-                                               "HARNESS_DATABASE_URL, else the embedded server)")]
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url", help="database URL (default: HARNESS_DATABASE_URL, else the embedded server)"
+    ),
+]
 
 
 def _connect(url: str | None, *, check_model: bool = True) -> MemoryStore:
@@ -33,8 +40,10 @@ def _connect(url: str | None, *, check_model: bool = True) -> MemoryStore:
 
 @app.callback()
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
 
 
 @app.command()
@@ -63,32 +72,44 @@ def status(url: UrlOption = None) -> None:
     else:
         mode += f" — {st.lexical_reason}"
     console.print(f"embedder        {mode}")
-    console.print(f"vectors built by {st.stored_model or '(none yet)'}; "
-                  f"{st.missing_embeddings} memories without a vector")
+    console.print(
+        f"vectors built by {st.stored_model or '(none yet)'}; "
+        f"{st.missing_embeddings} memories without a vector"
+    )
     if mismatch:
         console.print(f"[red]model mismatch:[/red] {mismatch}")
-    table = Table("tenant", "active", "pending_approval", "rejected", "superseded",
-                  "pending cleanups")
+    table = Table(
+        "tenant", "active", "pending_approval", "rejected", "superseded", "pending cleanups"
+    )
     for tenant in sorted(set(st.counts) | set(st.pending_cleanups)):
         c = st.counts.get(tenant, {})
-        table.add_row(tenant, *(str(c.get(k, 0)) for k in
-                                ("active", "pending_approval", "rejected", "superseded")),
-                      str(st.pending_cleanups.get(tenant, 0)))
+        table.add_row(
+            tenant,
+            *(str(c.get(k, 0)) for k in ("active", "pending_approval", "rejected", "superseded")),
+            str(st.pending_cleanups.get(tenant, 0)),
+        )
     console.print(table)
 
 
 @app.command()
 def reembed(
     url: UrlOption = None,
-    missing_only: Annotated[bool, typer.Option("--missing-only", help="only rows without a vector")]
-    = False,
+    missing_only: Annotated[
+        bool, typer.Option("--missing-only", help="only rows without a vector")
+    ] = False,
     batch_size: Annotated[int, typer.Option(min=1)] = 256,
 ) -> None:
     """Rebuild every vector with the configured embedding model and record it (idempotent)."""
-    with _connect(url, check_model=False) as store, Progress(
-        TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console,
-    ) as progress:
+    with (
+        _connect(url, check_model=False) as store,
+        Progress(
+            TextColumn("re-embedding"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress,
+    ):
         task = progress.add_task("reembed", total=None)
 
         def step(done: int, total: int) -> None:

@@ -18,7 +18,7 @@ from harness.fingerprint import fingerprint
 from harness.lessons import is_concrete_feedback, lesson_candidate
 from harness.memory.recall import RecallResult
 from harness.memory.store import MemoryStore
-from harness.memory.types import Memory, MemoryCandidate, RecallRequest, FrozenModel
+from harness.memory.types import FrozenModel, Memory, MemoryCandidate, RecallRequest
 from harness.recallset import RecallSet, RecallSetTools
 
 __all__ = ["Engine", "EngineConfig", "Judge", "ModelClient", "RunInput", "RunOutcome", "Verdict"]
@@ -45,7 +45,7 @@ class Verdict(FrozenModel):
 class Judge(Protocol):
     """Decides whether an output is acceptable for an input."""
 
-    def __call__(self, input: str, output: str) -> Verdict: ...  # noqa: A002 - contract name
+    def __call__(self, input: str, output: str) -> Verdict: ...
 
 
 class RunInput(FrozenModel):
@@ -92,10 +92,16 @@ class Engine:
     """Runs an agent with memory: one recall before the first model call, one RecallSet per
     run, and memory writes only once the final verdict is known."""
 
-    def __init__(self, model: ModelClient | Callable[[list[Message]], str | dict[str, Any]],
-                 judge: Judge | Callable[[str, str], Verdict], store: MemoryStore,
-                 extractor: Extractor | None = None, max_attempts: int = 3,
-                 config: EngineConfig | None = None, clock: Clock | None = None):
+    def __init__(
+        self,
+        model: ModelClient | Callable[[list[Message]], str | dict[str, Any]],
+        judge: Judge | Callable[[str, str], Verdict],
+        store: MemoryStore,
+        extractor: Extractor | None = None,
+        max_attempts: int = 3,
+        config: EngineConfig | None = None,
+        clock: Clock | None = None,
+    ):
         if max_attempts < 1:
             raise HarnessError("max_attempts must be at least 1")
         self.model = model
@@ -113,9 +119,16 @@ class Engine:
         write failures are logged and reported in ``RunOutcome.write_errors``.
         """
         run_id = f"run-{uuid.uuid4().hex[:16]}"
-        self._record(lambda: self.store.runs.start(
-            run_id=run_id, tenant=run.tenant, user_id=run.user_id, workflow_id=run.workflow_id,
-            session_id=run.session_id, at=self.clock.now()))
+        self._record(
+            lambda: self.store.runs.start(
+                run_id=run_id,
+                tenant=run.tenant,
+                user_id=run.user_id,
+                workflow_id=run.workflow_id,
+                session_id=run.session_id,
+                at=self.clock.now(),
+            )
+        )
         recallset = RecallSet(max_items=self.config.recallset_max_items)
         outcome = RunOutcome(run_id=run_id, output=None, attempts=0, verdicts=[])
         status = "failed"
@@ -127,9 +140,15 @@ class Engine:
             return outcome
         finally:
             recallset.clear()
-            self._record(lambda: self.store.runs.finish(
-                run_id=run_id, tenant=run.tenant, status=status, attempts=outcome.attempts,
-                at=self.clock.now()))
+            self._record(
+                lambda: self.store.runs.finish(
+                    run_id=run_id,
+                    tenant=run.tenant,
+                    status=status,
+                    attempts=outcome.attempts,
+                    at=self.clock.now(),
+                )
+            )
 
     def _record(self, action: Callable[[], None]) -> None:
         try:
@@ -140,10 +159,18 @@ class Engine:
     def _recall(self, run: RunInput) -> RecallResult:
         cfg = self.config
         try:
-            return self.store.recall(RecallRequest(
-                tenant=run.tenant, user_id=run.user_id, workflow_id=run.workflow_id,
-                session_id=run.session_id, query=run.input, budget_chars=cfg.budget_chars,
-                max_items=cfg.max_items, max_item_chars=cfg.max_item_chars))
+            return self.store.recall(
+                RecallRequest(
+                    tenant=run.tenant,
+                    user_id=run.user_id,
+                    workflow_id=run.workflow_id,
+                    session_id=run.session_id,
+                    query=run.input,
+                    budget_chars=cfg.budget_chars,
+                    max_items=cfg.max_items,
+                    max_item_chars=cfg.max_item_chars,
+                )
+            )
         except Exception as exc:  # recall must never break the host run
             log.warning("recall failed; the run continues without memory: %s", exc)
             return RecallResult.empty(degraded=True, reason=str(exc))
@@ -164,9 +191,12 @@ class Engine:
                 return
             messages.append({"role": "assistant", "content": output})
             feedback = verdict.feedback or "The answer was not accepted."
-            messages.append({"role": "user",
-                             "content": f"A reviewer rejected that answer: {feedback} "
-                                        "Please revise it."})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": f"A reviewer rejected that answer: {feedback} Please revise it.",
+                }
+            )
 
     def _answer(self, messages: list[Message], tools: RecallSetTools) -> str:
         for _ in range(self.config.max_tool_calls_per_attempt):
@@ -191,13 +221,21 @@ class Engine:
             if fp in seen:
                 continue
             seen.add(fp)
-            cands.append(lesson_candidate(
-                tenant=run.tenant, user_id=run.user_id, workflow_id=run.workflow_id,
-                feedback=verdict.feedback, task_input=run.input, run_id=outcome.run_id,
-                verdict_id=verdict.id))
+            cands.append(
+                lesson_candidate(
+                    tenant=run.tenant,
+                    user_id=run.user_id,
+                    workflow_id=run.workflow_id,
+                    feedback=verdict.feedback,
+                    task_input=run.input,
+                    run_id=outcome.run_id,
+                    verdict_id=verdict.id,
+                )
+            )
         if outcome.accepted and self.extractor is not None and outcome.output is not None:
-            ctx = ExtractionContext(run.tenant, run.user_id, run.workflow_id, run.session_id,
-                                    outcome.run_id)
+            ctx = ExtractionContext(
+                run.tenant, run.user_id, run.workflow_id, run.session_id, outcome.run_id
+            )
             try:
                 cands += self.extractor.extract(run.input, outcome.output, ctx)
             except Exception as exc:  # a broken extractor must not break the run

@@ -29,8 +29,14 @@ class HarnessError(Exception):
 class InvalidInput(HarnessError, ValueError):
     """Input failed validation; ``fields`` names every offending field (dotted paths)."""
 
-    def __init__(self, message: str, *, fields: tuple[str, ...] = (), errors: list[Any] | None = None,
-                 details: tuple[tuple[str, str], ...] = ()):
+    def __init__(
+        self,
+        message: str,
+        *,
+        fields: tuple[str, ...] = (),
+        errors: list[Any] | None = None,
+        details: tuple[tuple[str, str], ...] = (),
+    ):
         super().__init__(message)
         self.fields = fields
         self.errors = errors or []
@@ -54,12 +60,15 @@ class InvalidInput(HarnessError, ValueError):
             where = ".".join(str(p) for p in err["loc"])
             nested = (err.get("ctx") or {}).get("error")
             if isinstance(nested, InvalidInput) and nested.details:
-                details += [(f"{where}.{sub}" if where else sub, msg) for sub, msg in nested.details]
+                details += [
+                    (f"{where}.{sub}" if where else sub, msg) for sub, msg in nested.details
+                ]
                 continue
             details.append((where or "__root__", err["msg"].removeprefix("Value error, ")))
         message = f"invalid {model}: " + "; ".join(f"{f}: {m}" for f, m in details)
-        return cls(message, fields=tuple(f for f, _ in details), errors=errors,
-                   details=tuple(details))
+        return cls(
+            message, fields=tuple(f for f, _ in details), errors=errors, details=tuple(details)
+        )
 
 
 class MemoryRejected(HarnessError):

@@ -33,24 +33,42 @@ class ExtractionContext:
 class Extractor(Protocol):
     """Reads a completed run's input and output and proposes candidates for the next runs."""
 
-    def extract(self, user_input: str, output: str, ctx: ExtractionContext) -> list[MemoryCandidate]:
-        ...
+    def extract(
+        self, user_input: str, output: str, ctx: ExtractionContext
+    ) -> list[MemoryCandidate]: ...
 
 
 def _scope_id(scope: Scope, ctx: ExtractionContext) -> str | None:
-    return {Scope.USER: ctx.user_id, Scope.WORKFLOW: ctx.workflow_id,
-            Scope.SESSION: ctx.session_id, Scope.PLATFORM: None}[scope]
+    return {
+        Scope.USER: ctx.user_id,
+        Scope.WORKFLOW: ctx.workflow_id,
+        Scope.SESSION: ctx.session_id,
+        Scope.PLATFORM: None,
+    }[scope]
 
 
-def _candidate(ctx: ExtractionContext, scope: Scope, kind: Kind, content: str,
-               key: str | None = None, priority: int = 0) -> MemoryCandidate | None:
+def _candidate(
+    ctx: ExtractionContext,
+    scope: Scope,
+    kind: Kind,
+    content: str,
+    key: str | None = None,
+    priority: int = 0,
+) -> MemoryCandidate | None:
     scope_id = _scope_id(scope, ctx)
     if scope is not Scope.PLATFORM and not scope_id:
         return None
     try:
-        return MemoryCandidate(tenant=ctx.tenant, scope=scope, scope_id=scope_id, kind=kind,
-                               key=key, content=content, priority=priority,
-                               source=Source(origin=Origin.COMPLETION, run_id=ctx.run_id))
+        return MemoryCandidate(
+            tenant=ctx.tenant,
+            scope=scope,
+            scope_id=scope_id,
+            kind=kind,
+            key=key,
+            content=content,
+            priority=priority,
+            source=Source(origin=Origin.COMPLETION, run_id=ctx.run_id),
+        )
     except InvalidInput as exc:
         log.warning("extractor proposed an invalid candidate, dropped: %s", exc)
         return None
@@ -58,16 +76,32 @@ def _candidate(ctx: ExtractionContext, scope: Scope, kind: Kind, content: str,
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _RULES: tuple[tuple[re.Pattern[str], Scope, Kind], ...] = (
-    (re.compile(r"^\s*(?:company|platform|team)[- ]wide policy\s*[:,-]\s*(?P<x>.+)", re.I),
-     Scope.PLATFORM, Kind.CONSTRAINT),
-    (re.compile(r"^\s*for this workflow\s*[:,-]?\s*(?P<x>.+)", re.I), Scope.WORKFLOW, Kind.PREFERENCE),
-    (re.compile(r"^\s*for this (?:session|conversation)\s*[:,-]?\s*(?P<x>.+)", re.I),
-     Scope.SESSION, Kind.PREFERENCE),
+    (
+        re.compile(r"^\s*(?:company|platform|team)[- ]wide policy\s*[:,-]\s*(?P<x>.+)", re.I),
+        Scope.PLATFORM,
+        Kind.CONSTRAINT,
+    ),
+    (
+        re.compile(r"^\s*for this workflow\s*[:,-]?\s*(?P<x>.+)", re.I),
+        Scope.WORKFLOW,
+        Kind.PREFERENCE,
+    ),
+    (
+        re.compile(r"^\s*for this (?:session|conversation)\s*[:,-]?\s*(?P<x>.+)", re.I),
+        Scope.SESSION,
+        Kind.PREFERENCE,
+    ),
     (re.compile(r"^\s*from now on\s*[:,-]?\s*(?P<x>.+)", re.I), Scope.USER, Kind.PREFERENCE),
-    (re.compile(r"^\s*(?:please\s+)?remember(?:\s+that)?\s*[:,-]?\s*(?P<x>.+)", re.I),
-     Scope.USER, Kind.FACT),
-    (re.compile(r"^\s*(?P<x>i (?:prefer|like|want|would like|always want)\b.+)", re.I),
-     Scope.USER, Kind.PREFERENCE),
+    (
+        re.compile(r"^\s*(?:please\s+)?remember(?:\s+that)?\s*[:,-]?\s*(?P<x>.+)", re.I),
+        Scope.USER,
+        Kind.FACT,
+    ),
+    (
+        re.compile(r"^\s*(?P<x>i (?:prefer|like|want|would like|always want)\b.+)", re.I),
+        Scope.USER,
+        Kind.PREFERENCE,
+    ),
 )
 
 
@@ -75,7 +109,9 @@ class RuleExtractor:
     """Deterministic: explicit "remember ...", "from now on ...", preference phrases and
     "company-wide policy: ..." statements in the user's input become candidates."""
 
-    def extract(self, user_input: str, output: str, ctx: ExtractionContext) -> list[MemoryCandidate]:
+    def extract(
+        self, user_input: str, output: str, ctx: ExtractionContext
+    ) -> list[MemoryCandidate]:
         out: list[MemoryCandidate] = []
         for match in _SENTENCE.finditer(user_input):
             sentence = match.group(0).strip()
@@ -118,14 +154,22 @@ nothing qualifies."""
 class OpenAIExtractor:
     """An OpenAI-compatible chat-completions extractor. Malformed output: no candidates, a warning."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None,
-                 timeout_s: float = 20.0, client: httpx.Client | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 20.0,
+        client: httpx.Client | None = None,
+    ):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._client = client or httpx.Client(timeout=timeout_s)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
-    def extract(self, user_input: str, output: str, ctx: ExtractionContext) -> list[MemoryCandidate]:
+    def extract(
+        self, user_input: str, output: str, ctx: ExtractionContext
+    ) -> list[MemoryCandidate]:
         body = {
             "model": self.model,
             "temperature": 0,
@@ -136,14 +180,23 @@ class OpenAIExtractor:
             ],
         }
         try:
-            resp = self._client.post(f"{self.base_url}/chat/completions", json=body,
-                                     headers=self._headers)
+            resp = self._client.post(
+                f"{self.base_url}/chat/completions", json=body, headers=self._headers
+            )
             resp.raise_for_status()
             content = resp.json()["choices"][0]["message"]["content"]
             proposal = _Proposal.model_validate_json(content)
-        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError, ValidationError) as exc:
-            log.warning("extractor returned nothing usable (%s: %s); no candidates",
-                        type(exc).__name__, exc)
+        except (
+            httpx.HTTPError,
+            KeyError,
+            IndexError,
+            TypeError,
+            ValueError,
+            ValidationError,
+        ) as exc:
+            log.warning(
+                "extractor returned nothing usable (%s: %s); no candidates", type(exc).__name__, exc
+            )
             return []
         out = []
         for p in proposal.candidates:

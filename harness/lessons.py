@@ -11,9 +11,27 @@ from harness.memory.types import Kind, MemoryCandidate, Origin, Scope, Source
 __all__ = ["is_concrete_feedback", "lesson_candidate", "lesson_key"]
 
 _GENERIC = {
-    "error", "failed", "failure", "rejected", "reject", "retry", "try again", "bad", "wrong",
-    "no", "not good", "incorrect", "invalid", "internal error", "timeout", "unknown error",
-    "please retry", "does not meet requirements", "not acceptable", "fix it", "redo",
+    "error",
+    "failed",
+    "failure",
+    "rejected",
+    "reject",
+    "retry",
+    "try again",
+    "bad",
+    "wrong",
+    "no",
+    "not good",
+    "incorrect",
+    "invalid",
+    "internal error",
+    "timeout",
+    "unknown error",
+    "please retry",
+    "does not meet requirements",
+    "not acceptable",
+    "fix it",
+    "redo",
 }
 _WORD = re.compile(r"\w+")
 
@@ -34,8 +52,16 @@ def lesson_key(feedback: str) -> str:
     return f"lesson.{digest}"
 
 
-def lesson_candidate(*, tenant: str, user_id: str, workflow_id: str | None, feedback: str,
-                     task_input: str, run_id: str, verdict_id: str) -> MemoryCandidate:
+def lesson_candidate(
+    *,
+    tenant: str,
+    user_id: str,
+    workflow_id: str | None,
+    feedback: str,
+    task_input: str,
+    run_id: str,
+    verdict_id: str,
+) -> MemoryCandidate:
     """The lesson a rejection teaches: scope workflow when there is one, else user.
 
     The run's input is kept as the lesson's context, so the next similar task finds it.

@@ -44,7 +44,9 @@ class HashEmbedder:
         for text in texts:
             vec = [0.0] * self._dim
             for word in text.lower().split():
-                h = int(hashlib.blake2b(word.strip(".,?!:;").encode(), digest_size=8).hexdigest(), 16)
+                h = int(
+                    hashlib.blake2b(word.strip(".,?!:;").encode(), digest_size=8).hexdigest(), 16
+                )
                 vec[h % self._dim] += 1.0
             norm = math.sqrt(sum(v * v for v in vec)) or 1.0
             out.append([v / norm for v in vec])
@@ -95,8 +97,10 @@ def real_embedder() -> Embedder:
     settings = Settings.from_env()
     embedder, reason = load_embedder(settings.embed_model, settings.embed_model_path)
     if embedder is None:
-        pytest.fail("these tests need the embedding model: set HARNESS_EMBED_MODEL_PATH to a "
-                    f"local all-MiniLM-L6-v2 ONNX folder ({reason})")
+        pytest.fail(
+            "these tests need the embedding model: set HARNESS_EMBED_MODEL_PATH to a "
+            f"local all-MiniLM-L6-v2 ONNX folder ({reason})"
+        )
     return embedder
 
 
@@ -110,11 +114,17 @@ def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
 
-def make_store(db_url: str, embedder: Embedder | None, clock: FixedClock | None = None,
-               **settings: object) -> MemoryStore:
-    return MemoryStore.connect(db_url, embedder=embedder, clock=clock, migrate=False,
-                               check_model=False,
-                               settings=Settings.from_env(**settings))  # type: ignore[arg-type]
+def make_store(
+    db_url: str, embedder: Embedder | None, clock: FixedClock | None = None, **settings: object
+) -> MemoryStore:
+    return MemoryStore.connect(
+        db_url,
+        embedder=embedder,
+        clock=clock,
+        migrate=False,
+        check_model=False,
+        settings=Settings.from_env(**settings),
+    )  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -126,7 +136,9 @@ def store(db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
 
 
 @pytest.fixture
-def semantic_store(db_url: str, clock: FixedClock, real_embedder: Embedder) -> Iterator[MemoryStore]:
+def semantic_store(
+    db_url: str, clock: FixedClock, real_embedder: Embedder
+) -> Iterator[MemoryStore]:
     """A store with the real embedding model."""
     s = make_store(db_url, real_embedder, clock)
     yield s

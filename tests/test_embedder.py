@@ -21,8 +21,13 @@ def fact(tenant: str, content: str) -> MemoryCandidate:
 
 def test_real_model_loads_from_folder(real_embedder: Embedder) -> None:
     assert real_embedder.dim == 384
-    a, b, c = real_embedder.embed(["The cat sits on the mat", "A cat is sitting on a rug",
-                                   "Quarterly revenue grew by 4 percent"])
+    a, b, c = real_embedder.embed(
+        [
+            "The cat sits on the mat",
+            "A cat is sitting on a rug",
+            "Quarterly revenue grew by 4 percent",
+        ]
+    )
     assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-3)
     sim = lambda u, v: sum(x * y for x, y in zip(u, v, strict=True))  # noqa: E731
     assert sim(a, b) > sim(a, c) + 0.3
@@ -61,8 +66,9 @@ def test_model_mismatch_refuses_and_reembed_fixes(fresh_db_url: str, tenant: str
         MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-b", dim=64))
     assert info.value.stored == "model-a" and info.value.configured_dim == 64
 
-    fixer = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-b", dim=64),
-                                check_model=False)
+    fixer = MemoryStore.connect(
+        fresh_db_url, embedder=HashEmbedder(name="model-b", dim=64), check_model=False
+    )
     seen: list[tuple[int, int]] = []
     assert fixer.reembed(batch_size=2, progress=lambda d, t: seen.append((d, t))) == 5
     assert seen[-1] == (5, 5) and len(seen) == 3

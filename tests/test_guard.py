@@ -19,7 +19,10 @@ MUST_REJECT = [
     ("slack_token", "bot token xoxb-123456789012-abcdefghijkl"),
     ("stripe_key", "charge with sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
     ("google_api_key", "maps key AIzaSyA1234567890abcdefghijklmnopqrstuv"),
-    ("jwt", "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    (
+        "jwt",
+        "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
     ("private_key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA..."),
     ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"),
     ("private_key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
@@ -88,8 +91,9 @@ MUST_ACCEPT = [
 
 
 def cand(content: str) -> MemoryCandidate:
-    return MemoryCandidate(tenant="acme", scope="user", scope_id="alice", kind="fact",
-                           content=content)
+    return MemoryCandidate(
+        tenant="acme", scope="user", scope_id="alice", kind="fact", content=content
+    )
 
 
 def test_table_is_large_enough() -> None:
@@ -110,8 +114,14 @@ def test_guard_accepts(text: str) -> None:
 
 
 def test_guard_checks_context_and_key() -> None:
-    c = MemoryCandidate(tenant="acme", scope="user", scope_id="a", kind="lesson",
-                        content="Use the staging DB", context="password=Sup3rS3cret!")
+    c = MemoryCandidate(
+        tenant="acme",
+        scope="user",
+        scope_id="a",
+        kind="lesson",
+        content="Use the staging DB",
+        context="password=Sup3rS3cret!",
+    )
     with pytest.raises(MemoryRejected, match="password_assignment"):
         default_guard().check(c)
 
@@ -119,8 +129,9 @@ def test_guard_checks_context_and_key() -> None:
 def test_guard_is_pluggable() -> None:
     import re
 
-    guard = RegexGuard().extended([GuardRule("internal_host", "names an internal host",
-                                             re.compile(r"\.corp\.internal\b"))])
+    guard = RegexGuard().extended(
+        [GuardRule("internal_host", "names an internal host", re.compile(r"\.corp\.internal\b"))]
+    )
     with pytest.raises(MemoryRejected, match="internal_host"):
         guard.check(cand("db1.corp.internal is the primary"))
     default_guard().check(cand("db1.corp.internal is the primary"))

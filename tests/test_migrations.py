@@ -39,7 +39,11 @@ def test_upgrade_downgrade_upgrade(fresh_db_url: str) -> None:
         assert _tables(engine) == TABLES
         upgrade_to_head(engine)  # idempotent
         indexes = {ix["name"] for ix in sa.inspect(engine).get_indexes("memories")}
-        assert {"ix_memories_embedding_hnsw", "ix_memories_tsv", "uq_memories_active_key"} <= indexes
+        assert {
+            "ix_memories_embedding_hnsw",
+            "ix_memories_tsv",
+            "uq_memories_active_key",
+        } <= indexes
     finally:
         engine.dispose()
 
@@ -78,9 +82,15 @@ def test_two_processes_connecting_at_once_both_succeed(fresh_db_url: str) -> Non
         print(s.status().revision)
         s.close()
     """)
-    procs = [subprocess.Popen([sys.executable, "-W", "ignore", "-c", code],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-W", "ignore", "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err

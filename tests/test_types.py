@@ -9,8 +9,13 @@ import pytest
 from harness.errors import HarnessError, InvalidInput
 from harness.memory import Kind, MemoryCandidate, RecallRequest, Scope, Status
 
-GOOD = {"tenant": "acme", "scope": "user", "scope_id": "alice", "kind": "preference",
-        "content": "Prefers short answers"}
+GOOD = {
+    "tenant": "acme",
+    "scope": "user",
+    "scope_id": "alice",
+    "kind": "preference",
+    "content": "Prefers short answers",
+}
 
 
 def test_enums_accept_lower_case_strings() -> None:
@@ -33,7 +38,7 @@ def test_enums_accept_lower_case_strings() -> None:
         ({"content": "   \n\t"}, "content"),
         ({"tenant": ""}, "tenant"),
         ({"tenant": "   "}, "tenant"),
-        ({"expires_at": datetime(2030, 1, 1)}, "expires_at"),  # noqa: DTZ001 - naive on purpose
+        ({"expires_at": datetime(2030, 1, 1)}, "expires_at"),
         ({"priority": "high"}, "priority"),
         ({"source": {"origin": "gossip"}}, "source.origin"),
         ({"colour": "blue"}, "colour"),
@@ -66,4 +71,4 @@ def test_recall_request_validation() -> None:
         RecallRequest(tenant="acme", user_id="", budget_chars=-1)
     assert {"user_id", "budget_chars"} <= set(info.value.fields)
     with pytest.raises(InvalidInput, match="now"):
-        RecallRequest(tenant="acme", user_id="a", now=datetime(2026, 1, 1))  # noqa: DTZ001
+        RecallRequest(tenant="acme", user_id="a", now=datetime(2026, 1, 1))

@@ -17,21 +17,30 @@ from .conftest import HashEmbedder, make_store
 
 
 def cand(tenant: str, **kw: object) -> MemoryCandidate:
-    base: dict[str, object] = {"tenant": tenant, "scope": "user", "scope_id": "alice",
-                               "kind": "preference", "content": "Prefers short answers"}
+    base: dict[str, object] = {
+        "tenant": tenant,
+        "scope": "user",
+        "scope_id": "alice",
+        "kind": "preference",
+        "content": "Prefers short answers",
+    }
     base.update(kw)
     return MemoryCandidate(**base)  # type: ignore[arg-type]
 
 
 def count_rows(store: MemoryStore, tenant: str) -> int:
     with store.engine.connect() as conn:
-        return int(conn.execute(sa.text("SELECT count(*) FROM memories WHERE tenant = :t"),
-                                {"t": tenant}).scalar_one())
+        return int(
+            conn.execute(
+                sa.text("SELECT count(*) FROM memories WHERE tenant = :t"), {"t": tenant}
+            ).scalar_one()
+        )
 
 
 def test_write_then_get_round_trips(store: MemoryStore, tenant: str) -> None:
-    m = store.write(cand(tenant, key="answer.length", priority=3,
-                         source={"origin": "api", "run_id": "run-1"}))
+    m = store.write(
+        cand(tenant, key="answer.length", priority=3, source={"origin": "api", "run_id": "run-1"})
+    )
     assert m.status is Status.ACTIVE and m.priority == 3 and m.has_embedding
     got = store.get(m.id)
     assert got == m
@@ -40,8 +49,9 @@ def test_write_then_get_round_trips(store: MemoryStore, tenant: str) -> None:
     assert store.get(str(m.id)) == m
 
 
-def test_keyed_write_supersedes_with_linear_history(store: MemoryStore, tenant: str,
-                                                    clock: FixedClock) -> None:
+def test_keyed_write_supersedes_with_linear_history(
+    store: MemoryStore, tenant: str, clock: FixedClock
+) -> None:
     ids = []
     for i in range(3):
         clock.at += timedelta(seconds=1)
@@ -71,13 +81,37 @@ def test_keyless_duplicate_returns_existing(store: MemoryStore, tenant: str) -> 
 
 
 def test_platform_automatic_origins_wait_for_approval(store: MemoryStore, tenant: str) -> None:
-    auto = store.write(cand(tenant, scope="platform", scope_id=None, kind="constraint",
-                            key="pii", content="Never include customer e-mail addresses",
-                            source={"origin": "completion"}))
-    admin = store.write(cand(tenant, scope="platform", scope_id=None, kind="constraint",
-                             content="Answers cite sources", source={"origin": "admin"}))
-    verdict = store.write(cand(tenant, scope="platform", scope_id=None, kind="lesson",
-                               content="Tables need headers", source={"origin": "verdict"}))
+    auto = store.write(
+        cand(
+            tenant,
+            scope="platform",
+            scope_id=None,
+            kind="constraint",
+            key="pii",
+            content="Never include customer e-mail addresses",
+            source={"origin": "completion"},
+        )
+    )
+    admin = store.write(
+        cand(
+            tenant,
+            scope="platform",
+            scope_id=None,
+            kind="constraint",
+            content="Answers cite sources",
+            source={"origin": "admin"},
+        )
+    )
+    verdict = store.write(
+        cand(
+            tenant,
+            scope="platform",
+            scope_id=None,
+            kind="lesson",
+            content="Tables need headers",
+            source={"origin": "verdict"},
+        )
+    )
     assert auto.status is Status.PENDING_APPROVAL and verdict.status is Status.PENDING_APPROVAL
     assert admin.status is Status.ACTIVE
     assert {m.id for m in store.pending(tenant)} == {auto.id, verdict.id}
@@ -86,10 +120,28 @@ def test_platform_automatic_origins_wait_for_approval(store: MemoryStore, tenant
 
 
 def test_approve_activates_supersedes_and_audits(store: MemoryStore, tenant: str) -> None:
-    old = store.write(cand(tenant, scope="platform", scope_id=None, kind="constraint", key="pii",
-                           content="Mask e-mail addresses", source={"origin": "admin"}))
-    new = store.write(cand(tenant, scope="platform", scope_id=None, kind="constraint", key="pii",
-                           content="Never output e-mail addresses", source={"origin": "completion"}))
+    old = store.write(
+        cand(
+            tenant,
+            scope="platform",
+            scope_id=None,
+            kind="constraint",
+            key="pii",
+            content="Mask e-mail addresses",
+            source={"origin": "admin"},
+        )
+    )
+    new = store.write(
+        cand(
+            tenant,
+            scope="platform",
+            scope_id=None,
+            kind="constraint",
+            key="pii",
+            content="Never output e-mail addresses",
+            source={"origin": "completion"},
+        )
+    )
     still = store.get(old.id)
     assert still is not None and still.status is Status.ACTIVE  # pending does not supersede
     approved = store.approve(new.id, approver="root")
@@ -100,7 +152,8 @@ def test_approve_activates_supersedes_and_audits(store: MemoryStore, tenant: str
     assert old_now.superseded_by == new.id
     audit = store.audit(tenant)
     assert [(a["memory_id"], a["decision"], a["actor"]) for a in audit] == [
-        (new.id, "approved", "root")]
+        (new.id, "approved", "root")
+    ]
     with pytest.raises(ConflictingState, match="not pending"):
         store.approve(new.id, approver="root")
     with pytest.raises(MemoryNotFound):
@@ -108,8 +161,16 @@ def test_approve_activates_supersedes_and_audits(store: MemoryStore, tenant: str
 
 
 def test_reject_needs_reason_and_is_audited(store: MemoryStore, tenant: str) -> None:
-    m = store.write(cand(tenant, scope="platform", scope_id=None, kind="fact",
-                         content="The office closes at 5", source={"origin": "completion"}))
+    m = store.write(
+        cand(
+            tenant,
+            scope="platform",
+            scope_id=None,
+            kind="fact",
+            content="The office closes at 5",
+            source={"origin": "completion"},
+        )
+    )
     with pytest.raises(InvalidInput, match="reason"):
         store.reject(m.id, approver="root", reason=" ")
     with pytest.raises(InvalidInput, match="approver"):
@@ -132,8 +193,12 @@ def test_forget_removes_row_and_links(store: MemoryStore, tenant: str, clock: Fi
     assert a_now.status is Status.SUPERSEDED  # forgetting never resurrects history
     assert store.forget(b.id) is False
     with store.engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT count(*) FROM memories WHERE id = :i"),
-                            {"i": b.id}).scalar_one() == 0
+        assert (
+            conn.execute(
+                sa.text("SELECT count(*) FROM memories WHERE id = :i"), {"i": b.id}
+            ).scalar_one()
+            == 0
+        )
 
 
 def test_delete_scope_and_purge_expired(store: MemoryStore, tenant: str, clock: FixedClock) -> None:
@@ -166,8 +231,9 @@ def test_write_many_is_all_or_nothing(store: MemoryStore, tenant: str) -> None:
         store.write_many([*good, bad])
     assert info.value.index == 3
     with pytest.raises(InvalidInput) as info2:
-        store.write_many([*good, {"tenant": tenant, "scope": "user", "kind": "fact",
-                                  "content": "x"}])
+        store.write_many(
+            [*good, {"tenant": tenant, "scope": "user", "kind": "fact", "content": "x"}]
+        )
     assert "candidate 3" in str(info2.value)
     assert count_rows(store, tenant) == 0
     written = store.write_many(good)
@@ -179,8 +245,12 @@ def test_write_many_rolls_back_on_database_error(store: MemoryStore, tenant: str
     # A constraint violation in the middle of the batch must leave nothing behind.
     cands = [cand(tenant, content=f"fact {i}", kind="fact") for i in range(3)]
     with store.engine.begin() as conn:
-        conn.execute(sa.text("ALTER TABLE memories ADD CONSTRAINT ck_test_no_fact_2 "
-                             "CHECK (content <> 'fact 2') NOT VALID"))
+        conn.execute(
+            sa.text(
+                "ALTER TABLE memories ADD CONSTRAINT ck_test_no_fact_2 "
+                "CHECK (content <> 'fact 2') NOT VALID"
+            )
+        )
     try:
         with pytest.raises(Exception, match="ck_test_no_fact_2"):
             store.write_many(cands)

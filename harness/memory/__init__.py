@@ -16,7 +16,7 @@ from harness.errors import (
     StoreError,
     StoreUnavailable,
 )
-from harness.memory.recall import Omission, RecallResult, RecalledItem
+from harness.memory.recall import Omission, RecalledItem, RecallResult
 from harness.memory.store import MemoryStore, StoreStatus
 from harness.memory.types import (
     Kind,

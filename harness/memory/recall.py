@@ -86,7 +86,9 @@ class RecallResult:
     def explain(self) -> str:
         """Plain-text account of each candidate: why it was kept or dropped."""
         if not self.trace:
-            return "no candidates" + (" (memory unavailable; recall degraded)" if self.degraded else "")
+            return "no candidates" + (
+                " (memory unavailable; recall degraded)" if self.degraded else ""
+            )
         lines = []
         for entry in self.trace:
             who = str(entry.memory_id) if entry.memory_id else "-"
@@ -99,8 +101,9 @@ class RecallResult:
     def empty(cls, *, degraded: bool = False, reason: str = "") -> RecallResult:
         """An empty context; ``degraded`` marks a store failure (``complete`` is then False)."""
         trace = [TraceEntry(None, "dropped", "store", reason)] if reason else []
-        return cls(items=[], omitted=[], text="", complete=not degraded, trace=trace,
-                   degraded=degraded)
+        return cls(
+            items=[], omitted=[], text="", complete=not degraded, trace=trace, degraded=degraded
+        )
 
 
 def _scope_breadth(memory: Memory) -> int:
@@ -198,9 +201,15 @@ def assemble(
     for loser, winner in sorted(losers, key=lambda pair: order_key(pair[0])):
         chars = len(render_item(loser.memory))
         omitted.append(Omission(loser.memory.id, "conflict", chars, winner.id))
-        entries.append(TraceEntry(loser.memory.id, "dropped", "precedence",
-                                  f"key {loser.memory.key!r}: {loser.memory.scope.value} "
-                                  f"{loser.memory.kind.value} loses to {winner.id}"))
+        entries.append(
+            TraceEntry(
+                loser.memory.id,
+                "dropped",
+                "precedence",
+                f"key {loser.memory.key!r}: {loser.memory.scope.value} "
+                f"{loser.memory.kind.value} loses to {winner.id}",
+            )
+        )
 
     placed: list[RecalledItem] = []
     used = 0
@@ -224,24 +233,42 @@ def assemble(
                 used += cost
         if reason is None:
             placed.append(RecalledItem(memory, text, cand.relevance))
-            entries.append(TraceEntry(memory.id, "kept", "assembly",
-                                      f"{memory.scope.value} {memory.kind.value} ({cand.why}), "
-                                      f"{size} chars"))
+            entries.append(
+                TraceEntry(
+                    memory.id,
+                    "kept",
+                    "assembly",
+                    f"{memory.scope.value} {memory.kind.value} ({cand.why}), {size} chars",
+                )
+            )
             continue
         omitted.append(Omission(memory.id, reason, size))
-        entries.append(TraceEntry(memory.id, "dropped", reason,
-                                  f"{memory.scope.value} {memory.kind.value}, {size} chars"))
+        entries.append(
+            TraceEntry(
+                memory.id,
+                "dropped",
+                reason,
+                f"{memory.scope.value} {memory.kind.value}, {size} chars",
+            )
+        )
         if memory.kind is Kind.CONSTRAINT:
             incomplete = True
 
     text = SEPARATOR.join(item.text for item in placed)
-    result = RecallResult(items=placed, omitted=omitted, text=text, complete=not incomplete,
-                          trace=entries)
+    result = RecallResult(
+        items=placed, omitted=omitted, text=text, complete=not incomplete, trace=entries
+    )
     if incomplete:
-        missing = [o.memory_id for o in omitted
-                   if o.reason != "conflict" and _is_constraint(pool, o.memory_id)]
-        log.warning("recall incomplete: %d constraint(s) could not be placed: %s",
-                    len(missing), ", ".join(map(str, missing)))
+        missing = [
+            o.memory_id
+            for o in omitted
+            if o.reason != "conflict" and _is_constraint(pool, o.memory_id)
+        ]
+        log.warning(
+            "recall incomplete: %d constraint(s) could not be placed: %s",
+            len(missing),
+            ", ".join(map(str, missing)),
+        )
         if strict:
             raise IncompleteRecall(f"constraints could not be placed: {missing}")
     return result

@@ -10,12 +10,16 @@ from harness.memory.types import Approval, Kind, Memory, Origin, Scope, Source, 
 __all__ = ["memory_from_row"]
 
 
-def memory_from_row(row: Mapping[str, Any]) -> Memory:
+def memory_from_row(row: Mapping[Any, Any]) -> Memory:
     """Build a :class:`Memory` from a ``memories`` row mapping."""
     approval = None
     if row.get("approval_decision"):
-        approval = Approval(decision=row["approval_decision"], by=row["approved_by"],
-                            at=row["approved_at"], reason=row.get("approval_reason"))
+        approval = Approval(
+            decision=row["approval_decision"],
+            by=row["approved_by"],
+            at=row["approved_at"],
+            reason=row.get("approval_reason"),
+        )
     return Memory(
         id=row["id"],
         tenant=row["tenant"],
@@ -27,8 +31,9 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
         context=row.get("context"),
         priority=row["priority"],
         status=Status(row["status"]),
-        source=Source(origin=Origin(row["origin"]), run_id=row.get("run_id"),
-                      verdict_id=row.get("verdict_id")),
+        source=Source(
+            origin=Origin(row["origin"]), run_id=row.get("run_id"), verdict_id=row.get("verdict_id")
+        ),
         created_at=row["created_at"],
         expires_at=row.get("expires_at"),
         supersedes=row.get("supersedes"),

@@ -19,20 +19,52 @@ class RunRecords:
     def __init__(self, store: MemoryStore):
         self._store = store
 
-    def start(self, *, run_id: str, tenant: str, user_id: str, workflow_id: str | None,
-              session_id: str | None, at: datetime) -> None:
+    def start(
+        self,
+        *,
+        run_id: str,
+        tenant: str,
+        user_id: str,
+        workflow_id: str | None,
+        session_id: str | None,
+        at: datetime,
+    ) -> None:
         """Record a run as started. Side effect: one row inserted."""
         with self._store.transaction("record run") as conn:
-            conn.execute(sql.insert_run({"id": run_id, "tenant": tenant, "user_id": user_id,
-                                         "workflow_id": workflow_id, "session_id": session_id,
-                                         "status": "running", "attempts": 0, "started_at": at}))
+            conn.execute(
+                sql.insert_run(
+                    {
+                        "id": run_id,
+                        "tenant": tenant,
+                        "user_id": user_id,
+                        "workflow_id": workflow_id,
+                        "session_id": session_id,
+                        "status": "running",
+                        "attempts": 0,
+                        "started_at": at,
+                    }
+                )
+            )
 
-    def finish(self, *, run_id: str, tenant: str, status: str, attempts: int, at: datetime,
-               error: str | None = None) -> None:
+    def finish(
+        self,
+        *,
+        run_id: str,
+        tenant: str,
+        status: str,
+        attempts: int,
+        at: datetime,
+        error: str | None = None,
+    ) -> None:
         """Record a run's outcome. Idempotent."""
         with self._store.transaction("record run") as conn:
-            conn.execute(sql.finish_run(tenant, run_id, {"status": status, "attempts": attempts,
-                                                         "finished_at": at, "error": error}))
+            conn.execute(
+                sql.finish_run(
+                    tenant,
+                    run_id,
+                    {"status": status, "attempts": attempts, "finished_at": at, "error": error},
+                )
+            )
 
     def list(self, tenant: str, workflow_id: str | None = None) -> list[dict[str, Any]]:
         """Run records of a tenant (optionally one workflow), oldest first."""

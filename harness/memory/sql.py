@@ -37,29 +37,29 @@ __all__ = [
     "STOPWORDS",
     "active_for_key",
     "active_with_fingerprint",
+    "always_on_rows",
     "approval_audit",
     "by_id",
     "counts_by_tenant_status",
     "delete_by_id",
     "delete_runs_of_workflow",
-    "finish_run",
-    "insert_run",
-    "runs_of",
     "delete_scope",
+    "finish_run",
     "history",
     "insert_approval",
     "insert_memory",
+    "insert_run",
     "lock_key",
     "meta_get",
     "meta_upsert",
     "missing_embeddings",
+    "narrow_other_rows",
     "pending",
     "purge_expired",
     "readable_filter",
     "relevance_scores",
     "rows_by_ids",
-    "always_on_rows",
-    "narrow_other_rows",
+    "runs_of",
     "set_embedding",
     "set_status",
     "supersede",
@@ -70,14 +70,138 @@ __all__ = [
 m = memories.c
 
 # Words too common to carry meaning in a question ('simple' config keeps every word).
-STOPWORDS: tuple[str, ...] = tuple(sorted(set("""
-a an and are as at be been being but by can could did do does doing done for from had has have
-having he her hers him his how i if in into is it its itself just me more most my no nor not of
-off on once only or other our ours out over own same she should so some such than that the their
-theirs them then there these they this those through to too under until up very was we were what
-when where which while who whom why will with would you your yours yourself last time tell about
-again also any all each few let lets get got ever please us did say said remember recall know
-""".split())))
+STOPWORDS: tuple[str, ...] = tuple(
+    sorted(
+        set(
+            [
+                "a",
+                "an",
+                "and",
+                "are",
+                "as",
+                "at",
+                "be",
+                "been",
+                "being",
+                "but",
+                "by",
+                "can",
+                "could",
+                "did",
+                "do",
+                "does",
+                "doing",
+                "done",
+                "for",
+                "from",
+                "had",
+                "has",
+                "have",
+                "having",
+                "he",
+                "her",
+                "hers",
+                "him",
+                "his",
+                "how",
+                "i",
+                "if",
+                "in",
+                "into",
+                "is",
+                "it",
+                "its",
+                "itself",
+                "just",
+                "me",
+                "more",
+                "most",
+                "my",
+                "no",
+                "nor",
+                "not",
+                "of",
+                "off",
+                "on",
+                "once",
+                "only",
+                "or",
+                "other",
+                "our",
+                "ours",
+                "out",
+                "over",
+                "own",
+                "same",
+                "she",
+                "should",
+                "so",
+                "some",
+                "such",
+                "than",
+                "that",
+                "the",
+                "their",
+                "theirs",
+                "them",
+                "then",
+                "there",
+                "these",
+                "they",
+                "this",
+                "those",
+                "through",
+                "to",
+                "too",
+                "under",
+                "until",
+                "up",
+                "very",
+                "was",
+                "we",
+                "were",
+                "what",
+                "when",
+                "where",
+                "which",
+                "while",
+                "who",
+                "whom",
+                "why",
+                "will",
+                "with",
+                "would",
+                "you",
+                "your",
+                "yours",
+                "yourself",
+                "last",
+                "time",
+                "tell",
+                "about",
+                "again",
+                "also",
+                "any",
+                "all",
+                "each",
+                "few",
+                "let",
+                "lets",
+                "get",
+                "got",
+                "ever",
+                "please",
+                "us",
+                "did",
+                "say",
+                "said",
+                "remember",
+                "recall",
+                "know",
+            ]
+        )
+    )
+)
 
 
 def lock_key(tenant: str, scope: Scope, scope_id: str, key: str) -> TextClause:
@@ -94,19 +218,27 @@ def _scope_is(tenant: str, scope: Scope, scope_id: str) -> ColumnElement[bool]:
 def active_for_key(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
     return (
         select(memories)
-        .where(_scope_is(tenant, scope, scope_id), m.memory_key == key,
-               m.status == Status.ACTIVE.value)
+        .where(
+            _scope_is(tenant, scope, scope_id), m.memory_key == key, m.status == Status.ACTIVE.value
+        )
         .with_for_update()
     )
 
 
-def active_with_fingerprint(tenant: str, scope: Scope, scope_id: str, kind: Kind,
-                            fingerprint: str) -> Select[Any]:
-    return select(memories).where(
-        _scope_is(tenant, scope, scope_id), m.fingerprint == fingerprint,
-        m.kind == kind.value, m.memory_key.is_(None),
-        m.status.in_([Status.ACTIVE.value, Status.PENDING_APPROVAL.value]),
-    ).limit(1)
+def active_with_fingerprint(
+    tenant: str, scope: Scope, scope_id: str, kind: Kind, fingerprint: str
+) -> Select[Any]:
+    return (
+        select(memories)
+        .where(
+            _scope_is(tenant, scope, scope_id),
+            m.fingerprint == fingerprint,
+            m.kind == kind.value,
+            m.memory_key.is_(None),
+            m.status.in_([Status.ACTIVE.value, Status.PENDING_APPROVAL.value]),
+        )
+        .limit(1)
+    )
 
 
 def insert_memory(row: dict[str, Any]) -> Insert:
@@ -162,8 +294,11 @@ def delete_by_id(tenant: str, memory_id: uuid.UUID) -> Delete:
 def unlink(tenant: str, memory_id: uuid.UUID) -> list[Update]:
     """Clear supersession links that point at a memory about to be forgotten."""
     return [
-        update(memories).where(m.tenant == tenant, m.supersedes == memory_id).values(supersedes=None),
-        update(memories).where(m.tenant == tenant, m.superseded_by == memory_id)
+        update(memories)
+        .where(m.tenant == tenant, m.supersedes == memory_id)
+        .values(supersedes=None),
+        update(memories)
+        .where(m.tenant == tenant, m.superseded_by == memory_id)
         .values(superseded_by=None),
     ]
 
@@ -199,9 +334,7 @@ def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -
 
 def set_embedding() -> Update:
     return (
-        update(memories)
-        .where(m.id == bindparam("b_id"))
-        .values(embedding=bindparam("b_embedding"))
+        update(memories).where(m.id == bindparam("b_id")).values(embedding=bindparam("b_embedding"))
     )
 
 
@@ -223,11 +356,14 @@ ALWAYS_KINDS = (Kind.CONSTRAINT.value, Kind.PREFERENCE.value)
 RANKED_KINDS = (Kind.LESSON.value, Kind.FACT.value, Kind.DECISION.value)
 
 
-def readable_filter(tenant: str, user_id: str, workflow_id: str | None, session_id: str | None,
-                    now: datetime) -> ColumnElement[bool]:
+def readable_filter(
+    tenant: str, user_id: str, workflow_id: str | None, session_id: str | None, now: datetime
+) -> ColumnElement[bool]:
     """Active, unexpired items of the tenant in platform ∪ user ∪ workflow ∪ session. Nothing else."""
-    scopes = [and_(m.scope == Scope.PLATFORM.value, m.scope_id == ""),
-              and_(m.scope == Scope.USER.value, m.scope_id == user_id)]
+    scopes = [
+        and_(m.scope == Scope.PLATFORM.value, m.scope_id == ""),
+        and_(m.scope == Scope.USER.value, m.scope_id == user_id),
+    ]
     if workflow_id:
         scopes.append(and_(m.scope == Scope.WORKFLOW.value, m.scope_id == workflow_id))
     if session_id:
@@ -281,9 +417,15 @@ def relevance_scores(
     pool = pool_q.cte("pool").prefix_with("MATERIALIZED") if exact else pool_q.cte("pool")
     lexemes = (
         select(func.array_agg(literal_column("lx")))
-        .select_from(func.unnest(func.tsvector_to_array(
-            func.to_tsvector(literal_column("'simple'::regconfig"), bindparam("q_text", query))
-        )).alias("lx"))
+        .select_from(
+            func.unnest(
+                func.tsvector_to_array(
+                    func.to_tsvector(
+                        literal_column("'simple'::regconfig"), bindparam("q_text", query)
+                    )
+                )
+            ).alias("lx")
+        )
         .where(literal_column("lx") != func.all_(bindparam("stopwords", list(STOPWORDS))))
         .scalar_subquery()
     )
@@ -293,7 +435,8 @@ def relevance_scores(
         func.coalesce(
             func.array_to_string(
                 select(func.array_agg(func.quote_literal(literal_column("l"))))
-                .select_from(func.unnest(q.c.lexemes).alias("l")).scalar_subquery(),
+                .select_from(func.unnest(q.c.lexemes).alias("l"))
+                .scalar_subquery(),
                 " | ",
             ),
             "",
@@ -305,15 +448,22 @@ def relevance_scores(
     coverage_sq = (
         select(func.count())
         .select_from(func.unnest(qt.c.lexemes).alias("l2"))
-        .where(p.tsv.op("@@")(func.to_tsquery(literal_column("'simple'::regconfig"),
-                                               func.quote_literal(literal_column("l2")))))
+        .where(
+            p.tsv.op("@@")(
+                func.to_tsquery(
+                    literal_column("'simple'::regconfig"), func.quote_literal(literal_column("l2"))
+                )
+            )
+        )
         .scalar_subquery()
     )
     fts = (
         select(
             p.id.label("id"),
             lex_rank.label("lex"),
-            (coverage_sq * 1.0 / func.greatest(func.cardinality(qt.c.lexemes), 1)).label("coverage"),
+            (coverage_sq * 1.0 / func.greatest(func.cardinality(qt.c.lexemes), 1)).label(
+                "coverage"
+            ),
             func.row_number().over(order_by=(lex_rank.desc(), p.id)).label("lrank"),
         )
         .select_from(pool.join(qt, literal_column("true")))
@@ -323,9 +473,14 @@ def relevance_scores(
         .cte("fts")
     )
     if query_vector is None:
-        return select(fts.c.id, literal_column("NULL::float8").label("sim"),
-                      literal_column("NULL::bigint").label("vrank"),
-                      fts.c.lex, fts.c.coverage, fts.c.lrank)
+        return select(
+            fts.c.id,
+            literal_column("NULL::float8").label("sim"),
+            literal_column("NULL::bigint").label("vrank"),
+            fts.c.lex,
+            fts.c.coverage,
+            fts.c.lrank,
+        )
     qv = bindparam("qv", list(query_vector), type_=memories.c.embedding.type)
     dist = p.embedding.cosine_distance(qv)
     vec = (
@@ -341,11 +496,16 @@ def relevance_scores(
     )
     return select(
         func.coalesce(vec.c.id, fts.c.id).label("id"),
-        vec.c.sim, vec.c.vrank, fts.c.lex, fts.c.coverage, fts.c.lrank,
+        vec.c.sim,
+        vec.c.vrank,
+        fts.c.lex,
+        fts.c.coverage,
+        fts.c.lrank,
     ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
 
 
 # --- run records ------------------------------------------------------------------------------
+
 
 def insert_run(row: dict[str, Any]) -> Insert:
     return insert(runs).values(**row)

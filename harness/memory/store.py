@@ -108,7 +108,9 @@ def translate_errors(action: str) -> Iterator[None]:
 
 def _short(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None)
-    return str(orig or exc).strip().splitlines()[0] if str(orig or exc).strip() else type(exc).__name__
+    return (
+        str(orig or exc).strip().splitlines()[0] if str(orig or exc).strip() else type(exc).__name__
+    )
 
 
 class MemoryStore:
@@ -118,8 +120,17 @@ class MemoryStore:
     as :class:`StoreUnavailable` or :class:`StoreError`.
     """
 
-    def __init__(self, engine: Engine, *, settings: Settings, embedder: Embedder | None,
-                 guard: Guard, clock: Clock, url: str, lexical_reason: str | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        settings: Settings,
+        embedder: Embedder | None,
+        guard: Guard,
+        clock: Clock,
+        url: str,
+        lexical_reason: str | None = None,
+    ):
         self._engine = engine
         self.settings = settings
         self.embedder = embedder
@@ -182,12 +193,21 @@ class MemoryStore:
                 embedder, reason = load_embedder(settings.embed_model, settings.embed_model_path)
             elif embedder is None:
                 reason = "no embedder configured"
-            store = cls(engine, settings=settings, embedder=embedder, guard=guard or default_guard(),
-                        clock=clock or SystemClock(), url=full_url, lexical_reason=reason)
+            store = cls(
+                engine,
+                settings=settings,
+                embedder=embedder,
+                guard=guard or default_guard(),
+                clock=clock or SystemClock(),
+                url=full_url,
+                lexical_reason=reason,
+            )
             if embedder is None:
-                message = (f"harness-memory: no embedding model could be loaded ({reason}); running "
-                           "in lexical-only mode (full-text search only). Set HARNESS_EMBED_MODEL_PATH "
-                           "to a local model folder to enable vector recall.")
+                message = (
+                    f"harness-memory: no embedding model could be loaded ({reason}); running "
+                    "in lexical-only mode (full-text search only). Set HARNESS_EMBED_MODEL_PATH "
+                    "to a local model folder to enable vector recall."
+                )
                 log.warning(message)
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
             elif check_model:
@@ -204,8 +224,12 @@ class MemoryStore:
     def __enter__(self) -> MemoryStore:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     @property
@@ -241,8 +265,9 @@ class MemoryStore:
         if stored is None:
             return
         if stored != self.embedder.model_name or stored_dim != self.embedder.dim:
-            raise EmbeddingModelMismatch(stored, stored_dim or 0, self.embedder.model_name,
-                                         self.embedder.dim)
+            raise EmbeddingModelMismatch(
+                stored, stored_dim or 0, self.embedder.model_name, self.embedder.dim
+            )
 
     def _record_model(self, conn: Connection) -> None:
         assert self.embedder is not None
@@ -251,16 +276,25 @@ class MemoryStore:
         conn.execute(sql.meta_upsert(META_DIM, str(self.embedder.dim), overwrite=False))
 
     def _ensure_vector_dim(self, conn: Connection, dim: int) -> None:
-        current = conn.execute(sa.text(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'")).scalar_one()
+        current = conn.execute(
+            sa.text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
+            )
+        ).scalar_one()
         if current == f"vector({dim})":
             return
         conn.execute(sa.text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"))
         conn.execute(sa.text("UPDATE memories SET embedding = NULL"))
-        conn.execute(sa.text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})"))
-        conn.execute(sa.text("CREATE INDEX ix_memories_embedding_hnsw ON memories "
-                             "USING hnsw (embedding vector_cosine_ops)"))
+        conn.execute(
+            sa.text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
+        )
+        conn.execute(
+            sa.text(
+                "CREATE INDEX ix_memories_embedding_hnsw ON memories "
+                "USING hnsw (embedding vector_cosine_ops)"
+            )
+        )
 
     def _embed(self, texts: Sequence[str]) -> list[list[float]] | None:
         if self.embedder is None or not texts:
@@ -268,8 +302,11 @@ class MemoryStore:
         try:
             return self.embedder.embed(texts)
         except Exception as exc:  # the write still lands; reembed fills the vectors later
-            log.warning("embedding failed (%s); storing without vectors, run `harness-memory "
-                        "reembed` later", exc)
+            log.warning(
+                "embedding failed (%s); storing without vectors, run `harness-memory "
+                "reembed` later",
+                exc,
+            )
             return None
 
     @staticmethod
@@ -279,8 +316,9 @@ class MemoryStore:
 
     # --- write path ----------------------------------------------------------------------------
 
-    def _validate(self, candidates: Sequence[MemoryCandidate | Mapping[str, Any]]
-                  ) -> list[MemoryCandidate]:
+    def _validate(
+        self, candidates: Sequence[MemoryCandidate | Mapping[str, Any]]
+    ) -> list[MemoryCandidate]:
         if isinstance(candidates, (MemoryCandidate, Mapping)):
             raise InvalidInput("write_many takes a sequence of candidates", fields=("candidates",))
         out: list[MemoryCandidate] = []
@@ -288,14 +326,17 @@ class MemoryStore:
             try:
                 cand = raw if isinstance(raw, MemoryCandidate) else MemoryCandidate(**dict(raw))
             except InvalidInput as exc:
-                raise InvalidInput(f"candidate {index}: {exc}", fields=exc.fields,
-                                   errors=exc.errors) from exc
+                raise InvalidInput(
+                    f"candidate {index}: {exc}", fields=exc.fields, errors=exc.errors
+                ) from exc
             except (TypeError, ValidationError) as exc:
                 raise InvalidInput(f"candidate {index}: {exc}", fields=("candidate",)) from exc
             if len(cand.content) > self.settings.max_content_chars:
                 raise InvalidInput(
                     f"candidate {index}: content: {len(cand.content)} characters exceeds the "
-                    f"maximum of {self.settings.max_content_chars}", fields=("content",))
+                    f"maximum of {self.settings.max_content_chars}",
+                    fields=("content",),
+                )
             try:
                 self.guard.check(cand)
             except MemoryRejected as exc:
@@ -329,24 +370,37 @@ class MemoryStore:
         with self.transaction("write") as conn:
             if vectors is not None:
                 self._record_model(conn)
-            return [self._write_one(conn, cand, vectors[i] if vectors else None, now)
-                    for i, cand in enumerate(cands)]
+            return [
+                self._write_one(conn, cand, vectors[i] if vectors else None, now)
+                for i, cand in enumerate(cands)
+            ]
 
-    def _write_one(self, conn: Connection, cand: MemoryCandidate,
-                   vector: list[float] | None, now: datetime) -> Memory:
+    def _write_one(
+        self, conn: Connection, cand: MemoryCandidate, vector: list[float] | None, now: datetime
+    ) -> Memory:
         pending = cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS
         fp = fingerprint(cand.content)
         new_id = uuid.uuid4()
         supersedes: uuid.UUID | None = None
         if cand.key is None:
-            existing = conn.execute(sql.active_with_fingerprint(
-                cand.tenant, cand.scope, cand.scope_key, cand.kind, fp)).mappings().first()
+            existing = (
+                conn.execute(
+                    sql.active_with_fingerprint(
+                        cand.tenant, cand.scope, cand.scope_key, cand.kind, fp
+                    )
+                )
+                .mappings()
+                .first()
+            )
             if existing is not None:
                 return memory_from_row(existing)
         elif not pending:
             conn.execute(sql.lock_key(cand.tenant, cand.scope, cand.scope_key, cand.key))
-            old = conn.execute(sql.active_for_key(
-                cand.tenant, cand.scope, cand.scope_key, cand.key)).mappings().first()
+            old = (
+                conn.execute(sql.active_for_key(cand.tenant, cand.scope, cand.scope_key, cand.key))
+                .mappings()
+                .first()
+            )
             if old is not None:
                 supersedes = old["id"]
                 conn.execute(sql.supersede(cand.tenant, old["id"], new_id))
@@ -381,7 +435,9 @@ class MemoryStore:
             row = conn.execute(sql.by_id(mid)).mappings().first()
         return memory_from_row(row) if row else None
 
-    def history(self, tenant: str, scope: Scope | str, scope_id: str | None, key: str) -> list[Memory]:
+    def history(
+        self, tenant: str, scope: Scope | str, scope_id: str | None, key: str
+    ) -> list[Memory]:
         """Every version of one key, oldest first (superseded ones included)."""
         scope = _as_scope(scope)
         with self.transaction("history") as conn:
@@ -415,8 +471,9 @@ class MemoryStore:
             raise InvalidInput("reason: a rejection needs a reason", fields=("reason",))
         return self._decide(memory_id, approver, "rejected", reason.strip())
 
-    def _decide(self, memory_id: uuid.UUID | str, approver: str, decision: str,
-                reason: str | None) -> Memory:
+    def _decide(
+        self, memory_id: uuid.UUID | str, approver: str, decision: str, reason: str | None
+    ) -> Memory:
         if not approver or not approver.strip():
             raise InvalidInput("approver: must name who decides", fields=("approver",))
         mid = _as_uuid(memory_id)
@@ -428,24 +485,42 @@ class MemoryStore:
             if row["status"] != Status.PENDING_APPROVAL.value:
                 raise ConflictingState(f"memory {mid} is {row['status']}, not pending_approval")
             tenant = row["tenant"]
-            values: dict[str, Any] = {"approved_by": approver.strip(), "approved_at": now,
-                                      "approval_decision": decision, "approval_reason": reason}
+            values: dict[str, Any] = {
+                "approved_by": approver.strip(),
+                "approved_at": now,
+                "approval_decision": decision,
+                "approval_reason": reason,
+            }
             if decision == "approved":
                 values["status"] = Status.ACTIVE.value
                 if row["memory_key"] is not None:
                     scope = Scope(row["scope"])
                     conn.execute(sql.lock_key(tenant, scope, row["scope_id"], row["memory_key"]))
-                    old = conn.execute(sql.active_for_key(
-                        tenant, scope, row["scope_id"], row["memory_key"])).mappings().first()
+                    old = (
+                        conn.execute(
+                            sql.active_for_key(tenant, scope, row["scope_id"], row["memory_key"])
+                        )
+                        .mappings()
+                        .first()
+                    )
                     if old is not None:
                         conn.execute(sql.supersede(tenant, old["id"], mid))
                         values["supersedes"] = old["id"]
             else:
                 values["status"] = Status.REJECTED.value
             conn.execute(sql.set_status(tenant, mid, values))
-            conn.execute(sql.insert_approval({"tenant": tenant, "memory_id": mid,
-                                              "decision": decision, "actor": approver.strip(),
-                                              "reason": reason, "decided_at": now}))
+            conn.execute(
+                sql.insert_approval(
+                    {
+                        "tenant": tenant,
+                        "memory_id": mid,
+                        "decision": decision,
+                        "actor": approver.strip(),
+                        "reason": reason,
+                        "decided_at": now,
+                    }
+                )
+            )
             updated = conn.execute(sql.by_id(mid)).mappings().one()
         return memory_from_row(updated)
 
@@ -491,16 +566,22 @@ class MemoryStore:
 
     # --- maintenance ---------------------------------------------------------------------------
 
-    def reembed(self, *, batch_size: int = 256, all_rows: bool = True,
-                progress: Callable[[int, int], None] | None = None) -> int:
+    def reembed(
+        self,
+        *,
+        batch_size: int = 256,
+        all_rows: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
         """Rebuild vectors with the configured model and record it as the store's model.
 
         Side effects: rewrites embeddings (all rows, or only missing ones) and the recorded
         model. Idempotent. Returns how many rows were embedded.
         """
         if self.embedder is None:
-            raise StoreError("reembed needs an embedding model; none could be loaded "
-                             f"({self.lexical_reason})")
+            raise StoreError(
+                f"reembed needs an embedding model; none could be loaded ({self.lexical_reason})"
+            )
         embedder = self.embedder
         with self.transaction("reembed prepare") as conn:
             where = "" if all_rows else " WHERE embedding IS NULL"
@@ -510,13 +591,16 @@ class MemoryStore:
         after: uuid.UUID | None = None
         while True:
             with self.transaction("reembed") as conn:
-                rows = conn.execute(sql.missing_embeddings(batch_size, after,
-                                                           all_rows=all_rows)).all()
+                rows = conn.execute(
+                    sql.missing_embeddings(batch_size, after, all_rows=all_rows)
+                ).all()
                 if not rows:
                     break
                 vectors = embedder.embed([self.embedding_text(r.content, r.context) for r in rows])
-                conn.execute(sql.set_embedding(), [{"b_id": r.id, "b_embedding": v}
-                                                   for r, v in zip(rows, vectors, strict=True)])
+                conn.execute(
+                    sql.set_embedding(),
+                    [{"b_id": r.id, "b_embedding": v} for r, v in zip(rows, vectors, strict=True)],
+                )
             after = rows[-1].id
             done += len(rows)
             if progress:
@@ -533,11 +617,19 @@ class MemoryStore:
             counts: dict[str, dict[str, int]] = {}
             for tenant, status, n in conn.execute(sql.counts_by_tenant_status()):
                 counts.setdefault(tenant, {})[status] = int(n)
-            missing = int(conn.execute(sa.text(
-                "SELECT count(*) FROM memories WHERE embedding IS NULL")).scalar_one())
-            cleanups = dict(conn.execute(sa.text(
-                "SELECT tenant, count(*) FROM cleanup_tasks WHERE done_at IS NULL "
-                "GROUP BY tenant ORDER BY tenant")).all())
+            missing = int(
+                conn.execute(
+                    sa.text("SELECT count(*) FROM memories WHERE embedding IS NULL")
+                ).scalar_one()
+            )
+            cleanups: dict[str, int] = dict(
+                conn.execute(
+                    sa.text(
+                        "SELECT tenant, count(*) FROM cleanup_tasks WHERE done_at IS NULL "
+                        "GROUP BY tenant ORDER BY tenant"
+                    )
+                ).all()
+            )
         stored, _ = self.stored_model()
         return StoreStatus(
             url=redact_url(self.url),
@@ -559,12 +651,15 @@ def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:
     try:
         return uuid.UUID(str(value))
     except ValueError:
-        raise InvalidInput(f"memory_id: {value!r} is not a valid id", fields=("memory_id",)) from None
+        raise InvalidInput(
+            f"memory_id: {value!r} is not a valid id", fields=("memory_id",)
+        ) from None
 
 
 def _as_scope(value: Scope | str) -> Scope:
     try:
         return Scope(value)
     except ValueError:
-        raise InvalidInput(f"scope: {value!r} is not one of session, workflow, user, platform",
-                           fields=("scope",)) from None
+        raise InvalidInput(
+            f"scope: {value!r} is not one of session, workflow, user, platform", fields=("scope",)
+        ) from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     """Who may read an item. Narrowest first: session < workflow < user < platform."""
 
     SESSION = "session"
@@ -48,7 +48,7 @@ SCOPE_BREADTH: dict[Scope, int] = {
 }
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """What an item is; constraints follow different precedence (SPEC section 4)."""
 
     CONSTRAINT = "constraint"
@@ -58,7 +58,7 @@ class Kind(str, Enum):
     DECISION = "decision"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Lifecycle state of a stored memory."""
 
     ACTIVE = "active"
@@ -67,7 +67,7 @@ class Status(str, Enum):
     SUPERSEDED = "superseded"
 
 
-class Origin(str, Enum):
+class Origin(StrEnum):
     """Where a candidate came from; verdict/completion are automatic, admin/api deliberate."""
 
     VERDICT = "verdict"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 
 from harness.errors import InvalidInput, MemoryNotFound
 from harness.fingerprint import fingerprint
@@ -15,7 +15,7 @@ __all__ = ["AddResult", "Mark", "RecallItem", "RecallSet"]
 TITLE_MAX = 80
 
 
-class Mark(str, Enum):
+class Mark(StrEnum):
     """How the model rates an item. Ordered: discard < check < keep."""
 
     DISCARD = "discard"
@@ -67,8 +67,9 @@ def _as_mark(value: Mark | str) -> Mark:
     try:
         return Mark(value)
     except ValueError:
-        raise InvalidInput(f"mark: {value!r} is not one of keep, check, discard",
-                           fields=("mark",)) from None
+        raise InvalidInput(
+            f"mark: {value!r} is not one of keep, check, discard", fields=("mark",)
+        ) from None
 
 
 class RecallSet:
@@ -99,7 +100,9 @@ class RecallSet:
         # that changed since are skipped when popped, and compacted away when they pile up.
         heapq.heappush(self._heap, (item.mark.rank, item.priority, item.order, item.id))
         if len(self._heap) > 4 * self.max_items + 64:
-            self._heap = [(it.mark.rank, it.priority, it.order, it.id) for it in self._items.values()]
+            self._heap = [
+                (it.mark.rank, it.priority, it.order, it.id) for it in self._items.values()
+            ]
             heapq.heapify(self._heap)
 
     def _store(self, item: RecallItem) -> RecallItem:
@@ -115,13 +118,23 @@ class RecallSet:
         while True:
             rank, priority, order, item_id = heapq.heappop(self._heap)
             item = self._items.get(item_id)
-            if item is not None and (item.mark.rank, item.priority, item.order) == (rank, priority, order):
+            if item is not None and (item.mark.rank, item.priority, item.order) == (
+                rank,
+                priority,
+                order,
+            ):
                 del self._items[item_id]
                 del self._by_fp[item.fingerprint]
                 return item
 
-    def add(self, content: str, mark: Mark | str = Mark.CHECK, priority: int = 0,
-            title: str | None = None, source: str | None = None) -> AddResult:
+    def add(
+        self,
+        content: str,
+        mark: Mark | str = Mark.CHECK,
+        priority: int = 0,
+        title: str | None = None,
+        source: str | None = None,
+    ) -> AddResult:
         """Add content, or return the existing item with the same normalised content.
 
         A duplicate merges mark upward and priority to the maximum; content that was
@@ -141,8 +154,11 @@ class RecallSet:
             existing = self._items[existing_id]
             if existing.mark is Mark.DISCARD:
                 return AddResult(existing, duplicate=True)
-            merged = replace(existing, mark=max(existing.mark, new_mark, key=lambda m: m.rank),
-                             priority=max(existing.priority, priority))
+            merged = replace(
+                existing,
+                mark=max(existing.mark, new_mark, key=lambda m: m.rank),
+                priority=max(existing.priority, priority),
+            )
             if merged != existing:
                 self._store(merged)
             return AddResult(merged, duplicate=True)
@@ -187,8 +203,10 @@ class RecallSet:
 
     def overview(self) -> list[dict[str, object]]:
         """Ids, marks, priorities and titles, oldest first; never bodies."""
-        return [{"id": it.id, "mark": it.mark.value, "priority": it.priority, "title": it.title}
-                for it in self.items()]
+        return [
+            {"id": it.id, "mark": it.mark.value, "priority": it.priority, "title": it.title}
+            for it in self.items()
+        ]
 
     def items(self) -> list[RecallItem]:
         """Live items, oldest first."""

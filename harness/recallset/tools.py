@@ -17,14 +17,17 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
     {
         "name": "recallset_add",
         "description": "Save a note for later in this run (not across runs). Returns its id. "
-                       "Adding the same text again returns the existing note.",
+        "Adding the same text again returns the existing note.",
         "input_schema": {
             "type": "object",
             "properties": {
                 "content": {"type": "string", "minLength": 1, "description": "the note"},
-                "mark": {"type": "string", "enum": _MARKS, "default": "check",
-                         "description": "keep = needed later, check = to verify, "
-                                        "discard = not useful"},
+                "mark": {
+                    "type": "string",
+                    "enum": _MARKS,
+                    "default": "check",
+                    "description": "keep = needed later, check = to verify, discard = not useful",
+                },
                 "priority": {"type": "integer", "default": 0},
                 "title": {"type": "string", "description": "short title (optional)"},
             },
@@ -118,13 +121,24 @@ class RecallSetTools:
     def _run(self, name: str, args: Mapping[str, Any]) -> str:
         rs = self.recallset
         if name == "recallset_add":
-            res = rs.add(args["content"], mark=args.get("mark", "check"),
-                         priority=args.get("priority", 0), title=args.get("title"))
+            res = rs.add(
+                args["content"],
+                mark=args.get("mark", "check"),
+                priority=args.get("priority", 0),
+                title=args.get("title"),
+            )
             if res.duplicate and res.item.mark is Mark.DISCARD:
-                return json.dumps({"id": res.id, "status": "discarded earlier in this run; "
-                                   "mark it again to use it"})
-            out: dict[str, Any] = {"id": res.id, "mark": res.item.mark.value,
-                                   "status": "duplicate" if res.duplicate else "added"}
+                return json.dumps(
+                    {
+                        "id": res.id,
+                        "status": "discarded earlier in this run; mark it again to use it",
+                    }
+                )
+            out: dict[str, Any] = {
+                "id": res.id,
+                "mark": res.item.mark.value,
+                "status": "duplicate" if res.duplicate else "added",
+            }
             if res.evicted:
                 out["evicted"] = [it.id for it in res.evicted]
             return json.dumps(out)

@@ -53,32 +53,60 @@ def upgrade() -> None:
         sa.Column("approved_at", sa.DateTime(timezone=True)),
         sa.Column("approval_decision", sa.String(16)),
         sa.Column("approval_reason", sa.Text),
-        sa.CheckConstraint("scope IN ('session','workflow','user','platform')",
-                           name="ck_memories_scope"),
-        sa.CheckConstraint("kind IN ('constraint','preference','lesson','fact','decision')",
-                           name="ck_memories_kind"),
-        sa.CheckConstraint("status IN ('active','pending_approval','rejected','superseded')",
-                           name="ck_memories_status"),
-        sa.CheckConstraint("origin IN ('verdict','completion','admin','api')",
-                           name="ck_memories_origin"),
+        sa.CheckConstraint(
+            "scope IN ('session','workflow','user','platform')", name="ck_memories_scope"
+        ),
+        sa.CheckConstraint(
+            "kind IN ('constraint','preference','lesson','fact','decision')",
+            name="ck_memories_kind",
+        ),
+        sa.CheckConstraint(
+            "status IN ('active','pending_approval','rejected','superseded')",
+            name="ck_memories_status",
+        ),
+        sa.CheckConstraint(
+            "origin IN ('verdict','completion','admin','api')", name="ck_memories_origin"
+        ),
         sa.CheckConstraint("(scope = 'platform') = (scope_id = '')", name="ck_memories_scope_id"),
         sa.PrimaryKeyConstraint("id", name="pk_memories"),
     )
-    op.create_index("ix_memories_readable", "memories",
-                    ["tenant", "scope", "scope_id", "status", "kind"])
-    op.create_index("uq_memories_active_key", "memories",
-                    ["tenant", "scope", "scope_id", "memory_key"], unique=True,
-                    postgresql_where=sa.text("status = 'active' AND memory_key IS NOT NULL"))
-    op.create_index("ix_memories_history", "memories",
-                    ["tenant", "scope", "scope_id", "memory_key", "created_at"])
-    op.create_index("ix_memories_fingerprint", "memories",
-                    ["tenant", "scope", "scope_id", "fingerprint"])
-    op.create_index("ix_memories_expires", "memories", ["tenant", "expires_at"],
-                    postgresql_where=sa.text("expires_at IS NOT NULL"))
-    op.create_index("ix_memories_pending", "memories", ["tenant", "created_at"],
-                    postgresql_where=sa.text("status = 'pending_approval'"))
-    op.create_index("ix_memories_embedding_hnsw", "memories", ["embedding"],
-                    postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"})
+    op.create_index(
+        "ix_memories_readable", "memories", ["tenant", "scope", "scope_id", "status", "kind"]
+    )
+    op.create_index(
+        "uq_memories_active_key",
+        "memories",
+        ["tenant", "scope", "scope_id", "memory_key"],
+        unique=True,
+        postgresql_where=sa.text("status = 'active' AND memory_key IS NOT NULL"),
+    )
+    op.create_index(
+        "ix_memories_history",
+        "memories",
+        ["tenant", "scope", "scope_id", "memory_key", "created_at"],
+    )
+    op.create_index(
+        "ix_memories_fingerprint", "memories", ["tenant", "scope", "scope_id", "fingerprint"]
+    )
+    op.create_index(
+        "ix_memories_expires",
+        "memories",
+        ["tenant", "expires_at"],
+        postgresql_where=sa.text("expires_at IS NOT NULL"),
+    )
+    op.create_index(
+        "ix_memories_pending",
+        "memories",
+        ["tenant", "created_at"],
+        postgresql_where=sa.text("status = 'pending_approval'"),
+    )
+    op.create_index(
+        "ix_memories_embedding_hnsw",
+        "memories",
+        ["embedding"],
+        postgresql_using="hnsw",
+        postgresql_ops={"embedding": "vector_cosine_ops"},
+    )
     op.create_index("ix_memories_tsv", "memories", ["tsv"], postgresql_using="gin")
 
     op.create_table(
@@ -90,12 +118,14 @@ def upgrade() -> None:
         sa.Column("actor", sa.String(200), nullable=False),
         sa.Column("reason", sa.Text),
         sa.Column("decided_at", sa.DateTime(timezone=True), nullable=False),
-        sa.CheckConstraint("decision IN ('approved','rejected')",
-                           name="ck_memory_approvals_decision"),
+        sa.CheckConstraint(
+            "decision IN ('approved','rejected')", name="ck_memory_approvals_decision"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_memory_approvals"),
     )
-    op.create_index("ix_memory_approvals_tenant_decided", "memory_approvals",
-                    ["tenant", "decided_at"])
+    op.create_index(
+        "ix_memory_approvals_tenant_decided", "memory_approvals", ["tenant", "decided_at"]
+    )
 
     op.create_table(
         "runs",
