@@ -50,7 +50,11 @@ def test_workflow_deleted_removes_memories_and_runs(
     store.write_many([mem(tenant, "workflow", "wf-1", f"wf fact {i}") for i in range(3)])
     other = store.write(mem(tenant, "workflow", "wf-2", "other workflow"))
     store.runs.start(
-        run_id="r1", tenant=tenant, user_id="u", workflow_id="wf-1", session_id=None,
+        run_id="r1",
+        tenant=tenant,
+        user_id="u",
+        workflow_id="wf-1",
+        session_id=None,
         at=store.clock.now(),
     )
     adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
@@ -135,14 +139,13 @@ def test_failure_inside_transaction_queues_in_database(
     # Another transaction holds the row lock: the hook hits lock_timeout, queues, returns.
     with store.engine.connect() as holder:
         holder.execute(sa.text("SET lock_timeout = 0"))
-        holder.execute(
-            sa.text("SELECT id FROM memories WHERE tenant=:t FOR UPDATE"), {"t": tenant}
-        )
+        holder.execute(sa.text("SELECT id FROM memories WHERE tenant=:t FOR UPDATE"), {"t": tenant})
         short = make_store(store.url, HashEmbedder(), lock_timeout_ms=200)
         try:
-            assert ProductAdapter(short, tmp_path / "spool.jsonl").session_ended(
-                tenant, "s-lock"
-            ) is False
+            assert (
+                ProductAdapter(short, tmp_path / "spool.jsonl").session_ended(tenant, "s-lock")
+                is False
+            )
         finally:
             short.close()
         holder.rollback()
@@ -189,7 +192,10 @@ def test_admin_approval_through_adapter(store: MemoryStore, tenant: str, tmp_pat
     adapter = ProductAdapter(store, tmp_path / "spool")
     m = store.write(
         MemoryCandidate(
-            tenant=tenant, scope="platform", kind="constraint", content="Cite sources",
+            tenant=tenant,
+            scope="platform",
+            kind="constraint",
+            content="Cite sources",
             source={"origin": "completion"},
         )  # type: ignore[arg-type]
     )

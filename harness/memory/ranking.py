@@ -33,9 +33,9 @@ class RankingConfig:
     rrf_k: int = 60
     top_n: int = 8
     depth: int = 100
-    sim_floor: float = 0.42
-    sim_assist: float = 0.25
-    coverage_floor: float = 0.5
+    sim_floor: float = 0.55
+    sim_assist: float = 0.35
+    coverage_floor: float = 0.67
     lexical_coverage_floor: float = 0.5
     vector_weight: float = 1.0
     lexical_weight: float = 1.0

@@ -71,6 +71,7 @@ memories = Table(
     Column("superseded_by", UUID(as_uuid=True)),
     Column("fingerprint", String(64), nullable=False),
     Column("embedding", Vector(DEFAULT_DIM)),
+    Column("context_embedding", Vector(DEFAULT_DIM)),
     Column("tsv", TSVECTOR, Computed(TSV_EXPR, persisted=True)),
     Column("approved_by", String(200)),
     Column("approved_at", DateTime(timezone=True)),

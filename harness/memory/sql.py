@@ -411,7 +411,7 @@ def relevance_scores(
     ``exact`` materialises the filtered rows first, so the vector ranking is an exact scan of
     what the caller may read instead of an ANN index scan filtered afterwards.
     """
-    pool_q = select(m.id, m.embedding, m.tsv).where(
+    pool_q = select(m.id, m.embedding, m.context_embedding, m.tsv).where(
         readable, m.kind.in_(RANKED_KINDS), m.scope.in_(list(scopes))
     )
     pool = pool_q.cte("pool").prefix_with("MATERIALIZED") if exact else pool_q.cte("pool")
@@ -442,7 +442,8 @@ def relevance_scores(
             "",
         ),
     )
-    qt = select(tsq.label("tsq"), q.c.lexemes).cte("qt")
+    # Materialised so the tsquery is built once, not re-evaluated for every row.
+    qt = select(tsq.label("tsq"), q.c.lexemes).cte("qt").prefix_with("MATERIALIZED")
     p = pool.c
     lex_rank = func.ts_rank_cd(p.tsv, qt.c.tsq)
     coverage_sq = (
@@ -482,7 +483,11 @@ def relevance_scores(
             fts.c.lrank,
         )
     qv = bindparam("qv", list(query_vector), type_=memories.c.embedding.type)
-    dist = p.embedding.cosine_distance(qv)
+    # A lesson also matches through the task that taught it (its context's own vector).
+    dist = func.least(
+        p.embedding.cosine_distance(qv),
+        func.coalesce(p.context_embedding.cosine_distance(qv), 2.0),
+    )
     vec = (
         select(
             p.id.label("id"),

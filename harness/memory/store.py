@@ -285,10 +285,11 @@ class MemoryStore:
         if current == f"vector({dim})":
             return
         conn.execute(sa.text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"))
-        conn.execute(sa.text("UPDATE memories SET embedding = NULL"))
-        conn.execute(
-            sa.text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
-        )
+        conn.execute(sa.text("UPDATE memories SET embedding = NULL, context_embedding = NULL"))
+        for column in ("embedding", "context_embedding"):
+            conn.execute(
+                sa.text(f"ALTER TABLE memories ALTER COLUMN {column} TYPE vector({int(dim)})")
+            )
         conn.execute(
             sa.text(
                 "CREATE INDEX ix_memories_embedding_hnsw ON memories "
@@ -296,23 +297,34 @@ class MemoryStore:
             )
         )
 
-    def _embed(self, texts: Sequence[str]) -> list[list[float]] | None:
-        if self.embedder is None or not texts:
+    def _vectors(
+        self, embedder: Embedder, contents: Sequence[str], contexts: Sequence[str | None]
+    ) -> tuple[list[list[float] | None], list[list[float] | None]]:
+        """Vectors for contents and (where present) contexts, in one batch."""
+        with_context = [i for i, c in enumerate(contexts) if c]
+        vectors = embedder.embed(list(contents) + [contexts[i] or "" for i in with_context])
+        content_vecs: list[list[float] | None] = list(vectors[: len(contents)])
+        context_vecs: list[list[float] | None] = [None] * len(contents)
+        for i, vec in zip(with_context, vectors[len(contents) :], strict=True):
+            context_vecs[i] = vec
+        return content_vecs, context_vecs
+
+    def _embed(
+        self, contents: Sequence[str], contexts: Sequence[str | None]
+    ) -> tuple[list[list[float] | None], list[list[float] | None]] | None:
+        """Like ``_vectors``, but None when lexical-only or when the model fails: the write
+        still lands and ``reembed --missing-only`` fills the vectors later."""
+        if self.embedder is None or not contents:
             return None
         try:
-            return self.embedder.embed(texts)
-        except Exception as exc:  # the write still lands; reembed fills the vectors later
+            return self._vectors(self.embedder, contents, contexts)
+        except Exception as exc:
             log.warning(
                 "embedding failed (%s); storing without vectors, run `harness-memory "
-                "reembed` later",
+                "reembed --missing-only` later",
                 exc,
             )
             return None
-
-    @staticmethod
-    def embedding_text(content: str, context: str | None) -> str:
-        """What is embedded for a memory: its content, then its context (if any)."""
-        return content if not context else f"{content}\n{context}"
 
     # --- write path ----------------------------------------------------------------------------
 
@@ -365,18 +377,29 @@ class MemoryStore:
         cands = self._validate(candidates)
         if not cands:
             return []
-        vectors = self._embed([self.embedding_text(c.content, c.context) for c in cands])
+        vectors = self._embed([c.content for c in cands], [c.context for c in cands])
         now = self.clock.now()
         with self.transaction("write") as conn:
             if vectors is not None:
                 self._record_model(conn)
             return [
-                self._write_one(conn, cand, vectors[i] if vectors else None, now)
+                self._write_one(
+                    conn,
+                    cand,
+                    vectors[0][i] if vectors else None,
+                    vectors[1][i] if vectors else None,
+                    now,
+                )
                 for i, cand in enumerate(cands)
             ]
 
     def _write_one(
-        self, conn: Connection, cand: MemoryCandidate, vector: list[float] | None, now: datetime
+        self,
+        conn: Connection,
+        cand: MemoryCandidate,
+        vector: list[float] | None,
+        context_vector: list[float] | None,
+        now: datetime,
     ) -> Memory:
         pending = cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS
         fp = fingerprint(cand.content)
@@ -423,6 +446,7 @@ class MemoryStore:
             "supersedes": supersedes,
             "fingerprint": fp,
             "embedding": vector,
+            "context_embedding": context_vector,
         }
         return memory_from_row(conn.execute(sql.insert_memory(row)).mappings().one())
 
@@ -596,10 +620,15 @@ class MemoryStore:
                 ).all()
                 if not rows:
                     break
-                vectors = embedder.embed([self.embedding_text(r.content, r.context) for r in rows])
+                content_vecs, context_vecs = self._vectors(
+                    embedder, [r.content for r in rows], [r.context for r in rows]
+                )
                 conn.execute(
                     sql.set_embedding(),
-                    [{"b_id": r.id, "b_embedding": v} for r, v in zip(rows, vectors, strict=True)],
+                    [
+                        {"b_id": r.id, "b_embedding": v, "b_context_embedding": cv}
+                        for r, v, cv in zip(rows, content_vecs, context_vecs, strict=True)
+                    ],
                 )
             after = rows[-1].id
             done += len(rows)

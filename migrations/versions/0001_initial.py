@@ -48,6 +48,7 @@ def upgrade() -> None:
         sa.Column("superseded_by", postgresql.UUID(as_uuid=True)),
         sa.Column("fingerprint", sa.String(64), nullable=False),
         sa.Column("embedding", Vector(384)),
+        sa.Column("context_embedding", Vector(384)),
         sa.Column("tsv", postgresql.TSVECTOR, sa.Computed(TSV_EXPR, persisted=True)),
         sa.Column("approved_by", sa.String(200)),
         sa.Column("approved_at", sa.DateTime(timezone=True)),

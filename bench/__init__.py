@@ -1,0 +1,1 @@
+"""Benchmarks and the synthetic data they (and a small quality test) share."""
