@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from pydantic import Field
 
 from harness.clock import Clock, SystemClock
-from harness.errors import HarnessError, MemoryRejected
+from harness.errors import HarnessError, InvalidInput, MemoryRejected
 from harness.extract import ExtractionContext, Extractor
 from harness.fingerprint import fingerprint
 from harness.lessons import is_concrete_feedback, lesson_candidate
@@ -101,9 +101,10 @@ class Engine:
         max_attempts: int = 3,
         config: EngineConfig | None = None,
         clock: Clock | None = None,
+        recallset_factory: Callable[[int], RecallSet] = RecallSet,
     ):
         if max_attempts < 1:
-            raise HarnessError("max_attempts must be at least 1")
+            raise InvalidInput("max_attempts: must be at least 1", fields=("max_attempts",))
         self.model = model
         self.judge = judge
         self.store = store
@@ -111,6 +112,7 @@ class Engine:
         self.max_attempts = max_attempts
         self.config = config or EngineConfig()
         self.clock = clock or store.clock or SystemClock()
+        self.recallset_factory = recallset_factory
 
     def run(self, run: RunInput) -> RunOutcome:
         """Execute one run. Side effects: a run record, and memories written after the verdict.
@@ -129,7 +131,7 @@ class Engine:
                 at=self.clock.now(),
             )
         )
-        recallset = RecallSet(max_items=self.config.recallset_max_items)
+        recallset = self.recallset_factory(self.config.recallset_max_items)
         outcome = RunOutcome(run_id=run_id, output=None, attempts=0, verdicts=[])
         status = "failed"
         try:

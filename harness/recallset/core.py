@@ -209,8 +209,8 @@ class RecallSet:
         ]
 
     def items(self) -> list[RecallItem]:
-        """Live items, oldest first."""
-        return sorted(self._items.values(), key=lambda it: it.order)
+        """Live items, oldest first (dict order is creation order: updates keep their slot)."""
+        return list(self._items.values())
 
     def clear(self) -> None:
         """Forget everything, including discarded fingerprints. Idempotent."""
