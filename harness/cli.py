@@ -31,12 +31,16 @@ UrlOption = Annotated[
 ]
 
 
+def _fail(exc: HarnessError) -> typer.Exit:
+    console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+    return typer.Exit(2)
+
+
 def _connect(url: str | None, *, check_model: bool = True) -> MemoryStore:
     try:
         return MemoryStore.connect(url, check_model=check_model)
     except HarnessError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise _fail(exc) from exc
 
 
 @app.callback()
@@ -126,8 +130,7 @@ def reembed(
         try:
             n = store.reembed(batch_size=batch_size, all_rows=not missing_only, progress=step)
         except HarnessError as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from exc
+            raise _fail(exc) from exc
     console.print(f"re-embedded {n} memories")
 
 
@@ -141,11 +144,6 @@ def _adapter(url: str | None) -> Any:
     return ProductAdapter(_connect(url, check_model=False))
 
 
-def _fail(exc: HarnessError) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(str(exc))}")
-    return typer.Exit(2)
-
-
 @admin.command("pending")
 def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
     """List memories waiting for approval."""
@@ -154,17 +152,14 @@ def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOpti
         items = adapter.pending_approvals(tenant)
     finally:
         adapter.store.close()
-    table = Table("id", "kind", "key", "content", "origin", "created")
+    if not items:
+        console.print(f"nothing pending for tenant {tenant}")
     for m in items:
-        table.add_row(
-            str(m.id),
-            m.kind.value,
-            m.key or "",
-            escape(m.content),
-            m.source.origin.value,
-            m.created_at.isoformat(timespec="seconds"),
+        console.print(
+            f"{m.id}  {m.kind.value}  key={m.key or '-'}  origin={m.source.origin.value}  "
+            f"created={m.created_at.isoformat(timespec='seconds')}"
         )
-    console.print(table if items else f"nothing pending for tenant {tenant}")
+        console.print(f"    {escape(m.content)}", soft_wrap=True)
 
 
 @admin.command("approve")
@@ -210,16 +205,15 @@ def admin_audit(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption
         rows = adapter.audit(tenant)
     finally:
         adapter.store.close()
-    table = Table("when", "decision", "memory", "by", "reason")
+    if not rows:
+        console.print(f"no decisions recorded for tenant {tenant}")
     for r in rows:
-        table.add_row(
-            r["decided_at"].isoformat(timespec="seconds"),
-            r["decision"],
-            str(r["memory_id"]),
-            r["actor"],
-            escape(r["reason"] or ""),
+        reason = f"  reason: {escape(r['reason'])}" if r["reason"] else ""
+        console.print(
+            f"{r['decided_at'].isoformat(timespec='seconds')}  {r['decision']}  "
+            f"{r['memory_id']}  by {escape(r['actor'])}{reason}",
+            soft_wrap=True,
         )
-    console.print(table if rows else f"no decisions recorded for tenant {tenant}")
 
 
 @app.command()
