@@ -8,34 +8,19 @@ from dataclasses import dataclass
 
 __all__ = ["Dataset", "Question", "generate"]
 
-SITES = [
-    "Berlin plant",
-    "Osaka lab",
-    "Austin depot",
-    "Lyon office",
-    "Pune warehouse",
-    "Oslo hub",
-    "Lima yard",
-    "Cork factory",
-    "Seoul studio",
-    "Porto dock",
-    "Denver mill",
-    "Tunis site",
-]
+CITIES = [
+    "Berlin", "Osaka", "Austin", "Lyon", "Pune", "Oslo", "Lima", "Cork", "Seoul", "Porto",
+    "Denver", "Tunis", "Quito", "Malmo", "Perth", "Accra", "Hanoi", "Bergen", "Krakow", "Recife",
+]  # fmt: skip
+FACILITIES = ["plant", "lab", "depot", "office"]
+SITES = [f"{city} {facility}" for city in CITIES for facility in FACILITIES]
 EQUIPMENT = [
-    "forklift",
-    "3D printer",
-    "centrifuge",
-    "kiln",
-    "lathe",
-    "air compressor",
-    "label printer",
-    "spectrometer",
-    "conveyor belt",
-    "backup generator",
-    "freezer",
-    "laser cutter",
-]
+    "forklift", "3D printer", "centrifuge", "kiln", "lathe", "air compressor", "label printer",
+    "spectrometer", "conveyor belt", "backup generator", "freezer", "laser cutter",
+    "pallet wrapper", "fume hood", "band saw", "chiller", "autoclave", "drill press",
+    "sorting robot", "paint booth", "welding rig", "scale", "boiler", "dehumidifier",
+    "barcode scanner", "hydraulic press", "oven", "mixer", "crane", "water pump",
+]  # fmt: skip
 PEOPLE = [
     "Mira",
     "Tomas",

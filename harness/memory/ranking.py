@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = ["RankingConfig", "Scored", "fuse"]
 
@@ -39,14 +40,22 @@ class RankingConfig:
     lexical_coverage_floor: float = 0.5
     vector_weight: float = 1.0
     lexical_weight: float = 1.0
+    #: "hybrid" fuses both; "vector" and "lexical" use one retriever alone (baselines).
+    mode: Literal["hybrid", "vector", "lexical"] = "hybrid"
+    #: False ranks without a floor (retrieval benchmarks measure ranking alone).
+    use_floor: bool = True
 
 
 def passes_floor(s: Scored, cfg: RankingConfig, *, lexical_only: bool) -> bool:
     """Whether an item is relevant enough to be recalled at all."""
+    if not cfg.use_floor:
+        return True
     coverage = s.coverage or 0.0
-    if lexical_only:
+    if lexical_only or cfg.mode == "lexical":
         return coverage >= cfg.lexical_coverage_floor
     sim = s.sim if s.sim is not None else -1.0
+    if cfg.mode == "vector":
+        return sim >= cfg.sim_floor
     return sim >= cfg.sim_floor or (sim >= cfg.sim_assist and coverage >= cfg.coverage_floor)
 
 
@@ -60,13 +69,16 @@ def fuse(
     """
     limit = cfg.top_n if top_n is None else top_n
     scored: list[tuple[Scored, float]] = []
+    use_vector = cfg.mode != "lexical" and not lexical_only
+    use_lexical = cfg.mode != "vector"
     for s in rows:
         score = 0.0
-        if s.vrank is not None:
+        if use_vector and s.vrank is not None:
             score += cfg.vector_weight / (cfg.rrf_k + s.vrank)
-        if s.lrank is not None:
+        if use_lexical and s.lrank is not None:
             score += cfg.lexical_weight / (cfg.rrf_k + s.lrank)
-        scored.append((s, score))
+        if score > 0:
+            scored.append((s, score))
     scored.sort(key=lambda pair: (-pair[1], str(pair[0].id)))
     kept: list[tuple[Scored, float]] = []
     dropped: list[Scored] = []

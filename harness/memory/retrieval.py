@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import exc as sa_exc
 
@@ -22,19 +22,35 @@ __all__ = ["Retriever"]
 
 log = logging.getLogger(__name__)
 
-BROAD = (Scope.USER.value, Scope.PLATFORM.value)
+ALL_SCOPES = tuple(s.value for s in Scope)
+
+
+Strategy = Literal["auto", "exact", "hnsw"]
 
 
 class Retriever:
-    """Runs recall for a store. ``exact`` chooses an exact scan of the readable rows over the
-    HNSW index for the vector ranking (measured faster for per-user sets; see BENCHMARKS.md)."""
+    """Runs recall for a store.
+
+    ``strategy`` picks how the vector ranking runs: "exact" scans the rows the caller may read
+    (exact, and fastest for pools up to a few thousand rows); "hnsw" uses the HNSW index with
+    iterative filtered scans and bounds the full-text ranking; "auto" (default) probes the
+    pool size and uses "hnsw" above ``large_pool`` rows. See BENCHMARKS.md for the figures.
+    """
 
     def __init__(
-        self, store: MemoryStore, ranking: RankingConfig | None = None, exact: bool = True
+        self,
+        store: MemoryStore,
+        ranking: RankingConfig | None = None,
+        strategy: Strategy = "auto",
+        large_pool: int = 5000,
+        ef_search: int = 100,
     ):
         self.store = store
         self.ranking = ranking or RankingConfig(top_n=store.settings.recall_top_n)
-        self.exact = exact
+        self.strategy: Strategy = strategy
+        self.large_pool = large_pool
+        self.ef_search = ef_search
+        self.last_strategy: str | None = None
 
     def recall(self, request: RecallRequest | Mapping[str, Any]) -> RecallResult:
         req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
@@ -58,64 +74,90 @@ class Retriever:
             log.warning("query embedding failed, using full-text only: %s", exc)
             return None
 
+    def _large_pool(self, conn: Any, shape: dict[str, bool], params: dict[str, Any]) -> bool:
+        if self.strategy != "auto":
+            return self.strategy == "hnsw"
+        n = conn.execute(
+            sql.pool_probe(**shape), {**params, "probe_limit": self.large_pool + 1}
+        ).scalar_one()
+        return int(n) > self.large_pool
+
     def _recall(self, req: RecallRequest) -> RecallResult:
         now = req.now or self.store.clock.now()
         cap = self.store.settings.narrow_scope_cap
         qv = self._query_vector(req.query)
         lexical_only = qv is None
-        readable = sql.readable_filter(
-            req.tenant, req.user_id, req.workflow_id, req.session_id, now
-        )
+        shape = {"has_workflow": bool(req.workflow_id), "has_session": bool(req.session_id)}
+        params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
         trace: list[TraceEntry] = []
-        candidates: list[Candidate] = []
         with self.store.transaction("recall") as conn:
-            for row in conn.execute(sql.always_on_rows(readable)).mappings():
-                candidates.append(
-                    Candidate(memory_from_row(row), 0.0, "always: constraint/preference")
-                )
-            narrow = conn.execute(sql.narrow_other_rows(readable, cap + 1)).mappings().all()
-            ranked_scopes = list(BROAD)
-            if len(narrow) > cap:
-                ranked_scopes += list(sql.NARROW)
-                trace.append(
-                    TraceEntry(
-                        None,
-                        "kept",
-                        "cap",
-                        f"narrow scopes hold more than {cap} lessons/facts/"
-                        "decisions: ranked by relevance",
-                    )
-                )
-            else:
-                candidates += [
-                    Candidate(memory_from_row(r), 0.0, "always: narrow scope") for r in narrow
-                ]
-            scored: list[Scored] = []
+            broad: list[Scored] = []
+            narrow_ranked: list[Scored] = []
             if req.query.strip():
+                large = qv is not None and self._large_pool(conn, shape, params)
+                self.last_strategy = "hnsw" if large else "exact"
+                if large:
+                    for setting in sql.hnsw_settings(self.ef_search):
+                        conn.execute(setting)
+                # Narrow scopes are scored too: used only when they overflow the cap, and it
+                # saves a round trip to know that first.
                 stmt = sql.relevance_scores(
-                    readable,
-                    scopes=ranked_scopes,
-                    query=req.query,
-                    query_vector=qv,
-                    depth=self.ranking.depth,
-                    exact=self.exact,
+                    **shape,
+                    scopes=ALL_SCOPES,
+                    with_vector=qv is not None,
+                    exact=not large,
+                    bounded_lexical=large,
                 )
-                scored = [
-                    Scored(r.id, r.sim, r.vrank, r.lex, r.coverage, r.lrank)
-                    for r in conn.execute(stmt)
-                ]
-            kept, dropped = fuse(scored, self.ranking, lexical_only=lexical_only)
-            if kept:
-                by_id = {
-                    r["id"]: r
-                    for r in conn.execute(
-                        sql.rows_by_ids(req.tenant, [s.id for s, _ in kept])
-                    ).mappings()
-                }
-                for s, score in kept:
-                    candidates.append(
-                        Candidate(memory_from_row(by_id[s.id]), score, f"relevant: {_signals(s)}")
-                    )
+                scope_of: dict[Any, str] = {}
+                for r in conn.execute(
+                    stmt,
+                    {
+                        **params,
+                        "q_text": req.query,
+                        "stopwords": list(sql.STOPWORDS),
+                        "depth": self.ranking.depth,
+                        **({"qv": qv} if qv is not None else {}),
+                    },
+                ):
+                    scored = Scored(r.id, r.sim, r.vrank, r.lex, r.coverage, r.lrank)
+                    scope_of[r.id] = r.scope
+                    (narrow_ranked if r.scope in sql.NARROW else broad).append(scored)
+            kept, dropped = fuse(broad, self.ranking, lexical_only=lexical_only)
+            narrow_kept, narrow_dropped = fuse(
+                narrow_ranked, self.ranking, lexical_only=lexical_only
+            )
+            wanted = [s.id for s, _ in kept] + [s.id for s, _ in narrow_kept]
+            rows = (
+                conn.execute(
+                    sql.recall_rows(**shape),
+                    {**params, "narrow_limit": cap + 1, "ids": wanted},
+                )
+                .mappings()
+                .all()
+            )
+        memories = {r["id"]: memory_from_row(r) for r in rows}
+        candidates = [
+            Candidate(memories[r["id"]], 0.0, "always: constraint/preference")
+            for r in rows
+            if r["src"] == "always"
+        ]
+        narrow_ids = [r["id"] for r in rows if r["src"] == "narrow"]
+        if len(narrow_ids) > cap:
+            trace.append(
+                TraceEntry(
+                    None,
+                    "kept",
+                    "cap",
+                    f"narrow scopes hold more than {cap} lessons/facts/"
+                    "decisions: ranked by relevance",
+                )
+            )
+            kept = kept + narrow_kept
+            dropped = dropped + narrow_dropped
+        else:
+            candidates += [Candidate(memories[i], 0.0, "always: narrow scope") for i in narrow_ids]
+        for s, score in kept:
+            candidates.append(Candidate(memories[s.id], score, f"relevant: {_signals(s)}"))
         for s in dropped:
             trace.append(
                 TraceEntry(

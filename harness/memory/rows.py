@@ -40,5 +40,5 @@ def memory_from_row(row: Mapping[Any, Any]) -> Memory:
         superseded_by=row.get("superseded_by"),
         fingerprint=row["fingerprint"],
         approval=approval,
-        has_embedding=row.get("embedding") is not None,
+        has_embedding=bool(row["has_vector"]) if "has_vector" in row else False,
     )

@@ -115,6 +115,13 @@ memories = Table(
         postgresql_ops={"embedding": "vector_cosine_ops"},
     ),
     Index("ix_memories_tsv", "tsv", postgresql_using="gin"),
+    Index(
+        "ix_memories_with_context",
+        "tenant",
+        "scope",
+        "scope_id",
+        postgresql_where=text("context_embedding IS NOT NULL"),
+    ),
 )
 
 approvals = Table(

@@ -6,15 +6,19 @@ Tenant is the first filter of every statement that reads or changes memories.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
     Delete,
     Insert,
+    Integer,
     Select,
+    String,
+    Text,
     TextClause,
     Update,
     and_,
@@ -22,12 +26,15 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     literal_column,
     or_,
     select,
     text,
+    union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from harness.memory.schema import approvals, memories, runs, store_meta
@@ -37,7 +44,6 @@ __all__ = [
     "STOPWORDS",
     "active_for_key",
     "active_with_fingerprint",
-    "always_on_rows",
     "approval_audit",
     "by_id",
     "counts_by_tenant_status",
@@ -46,6 +52,7 @@ __all__ = [
     "delete_scope",
     "finish_run",
     "history",
+    "hnsw_settings",
     "insert_approval",
     "insert_memory",
     "insert_run",
@@ -53,12 +60,13 @@ __all__ = [
     "meta_get",
     "meta_upsert",
     "missing_embeddings",
-    "narrow_other_rows",
     "pending",
+    "pool_probe",
     "purge_expired",
     "readable_filter",
+    "readable_params",
+    "recall_rows",
     "relevance_scores",
-    "rows_by_ids",
     "runs_of",
     "set_embedding",
     "set_status",
@@ -68,6 +76,12 @@ __all__ = [
 ]
 
 m = memories.c
+
+#: Every column a Memory needs, without the vectors and tsvector (never parsed back).
+MEMORY_COLUMNS: tuple[Any, ...] = (
+    *(c for c in memories.c if c.name not in ("embedding", "context_embedding", "tsv")),
+    m.embedding.is_not(None).label("has_vector"),
+)
 
 # Words too common to carry meaning in a question ('simple' config keeps every word).
 STOPWORDS: tuple[str, ...] = tuple(
@@ -217,7 +231,7 @@ def _scope_is(tenant: str, scope: Scope, scope_id: str) -> ColumnElement[bool]:
 
 def active_for_key(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
     return (
-        select(memories)
+        select(*MEMORY_COLUMNS)
         .where(
             _scope_is(tenant, scope, scope_id), m.memory_key == key, m.status == Status.ACTIVE.value
         )
@@ -229,7 +243,7 @@ def active_with_fingerprint(
     tenant: str, scope: Scope, scope_id: str, kind: Kind, fingerprint: str
 ) -> Select[Any]:
     return (
-        select(memories)
+        select(*MEMORY_COLUMNS)
         .where(
             _scope_is(tenant, scope, scope_id),
             m.fingerprint == fingerprint,
@@ -242,7 +256,7 @@ def active_with_fingerprint(
 
 
 def insert_memory(row: dict[str, Any]) -> Insert:
-    return insert(memories).values(**row).returning(memories)
+    return insert(memories).values(**row).returning(*MEMORY_COLUMNS)
 
 
 def supersede(tenant: str, old_id: uuid.UUID, new_id: uuid.UUID) -> Update:
@@ -254,13 +268,13 @@ def supersede(tenant: str, old_id: uuid.UUID, new_id: uuid.UUID) -> Update:
 
 
 def by_id(memory_id: uuid.UUID, *, for_update: bool = False) -> Select[Any]:
-    stmt = select(memories).where(m.id == memory_id)
+    stmt = select(*MEMORY_COLUMNS).where(m.id == memory_id)
     return stmt.with_for_update() if for_update else stmt
 
 
 def history(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
     return (
-        select(memories)
+        select(*MEMORY_COLUMNS)
         .where(_scope_is(tenant, scope, scope_id), m.memory_key == key)
         .order_by(m.created_at, m.id)
     )
@@ -268,7 +282,7 @@ def history(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
 
 def pending(tenant: str) -> Select[Any]:
     return (
-        select(memories)
+        select(*MEMORY_COLUMNS)
         .where(m.tenant == tenant, m.status == Status.PENDING_APPROVAL.value)
         .order_by(m.created_at, m.id)
     )
@@ -356,101 +370,169 @@ ALWAYS_KINDS = (Kind.CONSTRAINT.value, Kind.PREFERENCE.value)
 RANKED_KINDS = (Kind.LESSON.value, Kind.FACT.value, Kind.DECISION.value)
 
 
-def readable_filter(
-    tenant: str, user_id: str, workflow_id: str | None, session_id: str | None, now: datetime
-) -> ColumnElement[bool]:
-    """Active, unexpired items of the tenant in platform ∪ user ∪ workflow ∪ session. Nothing else."""
+def readable_filter(*, has_workflow: bool, has_session: bool) -> ColumnElement[bool]:
+    """Active, unexpired items of the tenant in platform ∪ user ∪ workflow ∪ session. Nothing else.
+
+    Values come from :func:`readable_params`; the shape depends only on which scopes the
+    caller has, so each shape's statements are built (and compiled) once.
+    """
     scopes = [
         and_(m.scope == Scope.PLATFORM.value, m.scope_id == ""),
-        and_(m.scope == Scope.USER.value, m.scope_id == user_id),
+        and_(m.scope == Scope.USER.value, m.scope_id == bindparam("r_user", type_=String)),
     ]
-    if workflow_id:
-        scopes.append(and_(m.scope == Scope.WORKFLOW.value, m.scope_id == workflow_id))
-    if session_id:
-        scopes.append(and_(m.scope == Scope.SESSION.value, m.scope_id == session_id))
+    if has_workflow:
+        scopes.append(
+            and_(
+                m.scope == Scope.WORKFLOW.value, m.scope_id == bindparam("r_workflow", type_=String)
+            )
+        )
+    if has_session:
+        scopes.append(
+            and_(m.scope == Scope.SESSION.value, m.scope_id == bindparam("r_session", type_=String))
+        )
     return and_(
-        m.tenant == tenant,
+        m.tenant == bindparam("r_tenant", type_=String),
         m.status == Status.ACTIVE.value,
-        or_(m.expires_at.is_(None), m.expires_at > now),
+        or_(
+            m.expires_at.is_(None), m.expires_at > bindparam("r_now", type_=DateTime(timezone=True))
+        ),
         or_(*scopes),
     )
 
 
-def always_on_rows(readable: ColumnElement[bool]) -> Select[Any]:
-    """Constraints and preferences of every readable scope."""
-    return select(memories).where(readable, m.kind.in_(ALWAYS_KINDS))
+def readable_params(
+    tenant: str, user_id: str, workflow_id: str | None, session_id: str | None, now: datetime
+) -> dict[str, Any]:
+    """Bind values for :func:`readable_filter`."""
+    params: dict[str, Any] = {"r_tenant": tenant, "r_user": user_id, "r_now": now}
+    if workflow_id:
+        params["r_workflow"] = workflow_id
+    if session_id:
+        params["r_session"] = session_id
+    return params
 
 
-def narrow_other_rows(readable: ColumnElement[bool], limit: int) -> Select[Any]:
-    """Lessons, facts and decisions of the session and workflow scopes, newest first."""
-    return (
-        select(memories)
+@lru_cache(maxsize=16)
+def recall_rows(*, has_workflow: bool, has_session: bool) -> Select[Any]:
+    """One round trip for every row assembly needs, labelled by ``src``: all readable
+    constraints and preferences ("always"), the newest ``narrow_limit`` lessons, facts and
+    decisions of the session and workflow ("narrow"), and the relevance winners ``ids``."""
+    readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
+    always = select(*MEMORY_COLUMNS, literal("always").label("src")).where(
+        readable, m.kind.in_(ALWAYS_KINDS)
+    )
+    narrow_q = (
+        select(*MEMORY_COLUMNS)
         .where(readable, m.scope.in_(NARROW), m.kind.in_(RANKED_KINDS))
         .order_by(m.created_at.desc(), m.id)
-        .limit(limit)
+        .limit(bindparam("narrow_limit", type_=Integer))
+        .subquery("narrow")
     )
-
-
-def rows_by_ids(tenant: str, ids: Sequence[uuid.UUID]) -> Select[Any]:
-    return select(memories).where(m.tenant == tenant, m.id.in_(list(ids)))
-
-
-def relevance_scores(
-    readable: ColumnElement[bool],
-    *,
-    scopes: Sequence[str],
-    query: str,
-    query_vector: Sequence[float] | None,
-    depth: int,
-    exact: bool = True,
-) -> Select[Any]:
-    """Vector and full-text ranks of ranked-kind items in ``scopes``, full-outer-joined.
-
-    Returns rows (id, sim, vrank, lex, coverage, lrank). The full-text query ORs the query's
-    lexemes (minus stop words): ``websearch_to_tsquery`` would AND them and lose paraphrases.
-    ``exact`` materialises the filtered rows first, so the vector ranking is an exact scan of
-    what the caller may read instead of an ANN index scan filtered afterwards.
-    """
-    pool_q = select(m.id, m.embedding, m.context_embedding, m.tsv).where(
-        readable, m.kind.in_(RANKED_KINDS), m.scope.in_(list(scopes))
+    narrow = select(*narrow_q.c, literal("narrow").label("src"))
+    ranked = select(*MEMORY_COLUMNS, literal("ranked").label("src")).where(
+        readable, m.id == func.any(bindparam("ids", type_=ARRAY(UUID(as_uuid=True))))
     )
-    pool = pool_q.cte("pool").prefix_with("MATERIALIZED") if exact else pool_q.cte("pool")
-    lexemes = (
+    union = union_all(always, narrow, ranked).subquery("recall_rows")
+    return select(union)
+
+
+def _query_lexemes() -> Any:
+    """The query's lexemes under the ``simple`` configuration, minus stop words."""
+    return (
         select(func.array_agg(literal_column("lx")))
         .select_from(
             func.unnest(
                 func.tsvector_to_array(
                     func.to_tsvector(
-                        literal_column("'simple'::regconfig"), bindparam("q_text", query)
+                        literal_column("'simple'::regconfig"), bindparam("q_text", type_=Text)
                     )
                 )
             ).alias("lx")
         )
-        .where(literal_column("lx") != func.all_(bindparam("stopwords", list(STOPWORDS))))
+        .where(literal_column("lx") != func.all_(bindparam("stopwords", type_=ARRAY(Text))))
         .scalar_subquery()
     )
-    q = select(lexemes.label("lexemes")).cte("q")
-    tsq = func.to_tsquery(
-        literal_column("'simple'::regconfig"),
-        func.coalesce(
-            func.array_to_string(
-                select(func.array_agg(func.quote_literal(literal_column("l"))))
-                .select_from(func.unnest(q.c.lexemes).alias("l"))
-                .scalar_subquery(),
-                " | ",
-            ),
-            "",
-        ),
+
+
+@lru_cache(maxsize=64)
+def relevance_scores(
+    *,
+    has_workflow: bool,
+    has_session: bool,
+    scopes: tuple[str, ...],
+    with_vector: bool,
+    exact: bool = True,
+    bounded_lexical: bool = False,
+) -> Select[Any]:
+    """Vector and full-text ranks of ranked-kind items in ``scopes``, full-outer-joined.
+
+    Returns rows (id, sim, vrank, lex, coverage, lrank). The full-text query ORs the query's
+    lexemes (minus stop words): ``websearch_to_tsquery`` would AND them and lose paraphrases.
+    ``exact`` ranks by an exact distance over the rows the caller may read (a top-N sort of
+    the filtered rows); otherwise the vector ranking is an HNSW index scan with the readable
+    filter applied during the scan (run it with :func:`hnsw_settings`, or a selective filter
+    can starve it). ``bounded_lexical`` (for large pools, with vectors) ranks full text only
+    over the vector candidates plus up to ``depth`` rows holding every query word, instead of
+    every row holding any of them: ranking cost stays bounded however many rows match.
+
+    Binds: the readable ones (:func:`readable_params`), ``q_text``, ``stopwords``, ``depth``
+    and, with vectors, ``qv``.
+    """
+    readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
+    in_pool = and_(readable, m.kind.in_(RANKED_KINDS), m.scope.in_(list(scopes)))
+    depth = bindparam("depth", type_=Integer)
+    q = select(_query_lexemes().label("lexemes")).cte("q")
+
+    def joined(op: str) -> Any:
+        quoted = (
+            select(func.array_agg(func.quote_literal(literal_column("l"))))
+            .select_from(func.unnest(q.c.lexemes).alias("l"))
+            .scalar_subquery()
+        )
+        return func.to_tsquery(
+            literal_column("'simple'::regconfig"),
+            func.coalesce(func.array_to_string(quoted, f" {op} "), ""),
+        )
+
+    # Materialised so the tsqueries are built once, not re-evaluated for every row.
+    qt = (
+        select(joined("|").label("tsq"), joined("&").label("all_tsq"), q.c.lexemes)
+        .cte("qt")
+        .prefix_with("MATERIALIZED")
     )
-    # Materialised so the tsquery is built once, not re-evaluated for every row.
-    qt = select(tsq.label("tsq"), q.c.lexemes).cte("qt").prefix_with("MATERIALIZED")
-    p = pool.c
-    lex_rank = func.ts_rank_cd(p.tsv, qt.c.tsq)
-    coverage_sq = (
+    vec = None
+    if with_vector:
+        qv = bindparam("qv", type_=memories.c.embedding.type)
+        top = _exact_distances(in_pool, qv, depth) if exact else _hnsw_distances(in_pool, qv, depth)
+        vec = select(
+            top.c.id,
+            top.c.scope,
+            (1 - top.c.d).label("sim"),
+            func.row_number().over(order_by=(top.c.d, top.c.id)).label("vrank"),
+        ).cte("vec")
+    lex_where = [in_pool, m.tsv.op("@@")(qt.c.tsq)]
+    if bounded_lexical and vec is not None:
+        every_word = (
+            select(m.id)
+            .select_from(memories.join(qt, literal_column("true")))
+            .where(in_pool, m.tsv.op("@@")(qt.c.all_tsq))
+            .limit(depth)
+        )
+        lex_where.append(m.id.in_(union_all(select(vec.c.id), every_word)))
+    lex_rank = func.ts_rank_cd(m.tsv, qt.c.tsq)
+    lex_top = (
+        select(m.id.label("id"), m.scope.label("scope"), m.tsv.label("tsv"), lex_rank.label("lex"))
+        .select_from(memories.join(qt, literal_column("true")))
+        .where(*lex_where)
+        .order_by(lex_rank.desc(), m.id)
+        .limit(depth)
+        .subquery("lex_top")
+    )
+    coverage = (
         select(func.count())
         .select_from(func.unnest(qt.c.lexemes).alias("l2"))
         .where(
-            p.tsv.op("@@")(
+            lex_top.c.tsv.op("@@")(
                 func.to_tsquery(
                     literal_column("'simple'::regconfig"), func.quote_literal(literal_column("l2"))
                 )
@@ -460,53 +542,103 @@ def relevance_scores(
     )
     fts = (
         select(
-            p.id.label("id"),
-            lex_rank.label("lex"),
-            (coverage_sq * 1.0 / func.greatest(func.cardinality(qt.c.lexemes), 1)).label(
-                "coverage"
-            ),
-            func.row_number().over(order_by=(lex_rank.desc(), p.id)).label("lrank"),
+            lex_top.c.id,
+            lex_top.c.scope,
+            lex_top.c.lex,
+            (coverage * 1.0 / func.greatest(func.cardinality(qt.c.lexemes), 1)).label("coverage"),
+            func.row_number().over(order_by=(lex_top.c.lex.desc(), lex_top.c.id)).label("lrank"),
         )
-        .select_from(pool.join(qt, literal_column("true")))
-        .where(p.tsv.op("@@")(qt.c.tsq))
-        .order_by(lex_rank.desc(), p.id)
-        .limit(depth)
+        .select_from(lex_top.join(qt, literal_column("true")))
         .cte("fts")
     )
-    if query_vector is None:
+    if vec is None:
         return select(
             fts.c.id,
+            fts.c.scope,
             literal_column("NULL::float8").label("sim"),
             literal_column("NULL::bigint").label("vrank"),
             fts.c.lex,
             fts.c.coverage,
             fts.c.lrank,
         )
-    qv = bindparam("qv", list(query_vector), type_=memories.c.embedding.type)
-    # A lesson also matches through the task that taught it (its context's own vector).
-    dist = func.least(
-        p.embedding.cosine_distance(qv),
-        func.coalesce(p.context_embedding.cosine_distance(qv), 2.0),
-    )
-    vec = (
-        select(
-            p.id.label("id"),
-            (1 - dist).label("sim"),
-            func.row_number().over(order_by=(dist, p.id)).label("vrank"),
-        )
-        .where(p.embedding.is_not(None))
-        .order_by(dist, p.id)
-        .limit(depth)
-        .cte("vec")
-    )
     return select(
         func.coalesce(vec.c.id, fts.c.id).label("id"),
+        func.coalesce(vec.c.scope, fts.c.scope).label("scope"),
         vec.c.sim,
         vec.c.vrank,
         fts.c.lex,
         fts.c.coverage,
         fts.c.lrank,
     ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
+
+
+def _exact_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
+    # A lesson also matches through the task that taught it (its context's own vector).
+    # LEAST(...) is not an indexable ordering, so this is a top-N sort of the filtered rows.
+    d = func.least(
+        m.embedding.cosine_distance(qv),
+        func.coalesce(m.context_embedding.cosine_distance(qv), 2.0),
+    )
+    return (
+        select(m.id.label("id"), m.scope.label("scope"), d.label("d"))
+        .where(in_pool, m.embedding.is_not(None))
+        .order_by(d, m.id)
+        .limit(depth)
+        .subquery("top")
+    )
+
+
+def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
+    by_content = (
+        select(m.id.label("id"), m.scope.label("scope"), m.embedding.cosine_distance(qv).label("d"))
+        .where(in_pool, m.embedding.is_not(None))
+        .order_by(m.embedding.cosine_distance(qv))
+        .limit(depth)
+    )
+    by_context = (
+        select(
+            m.id.label("id"),
+            m.scope.label("scope"),
+            m.context_embedding.cosine_distance(qv).label("d"),
+        )
+        .where(in_pool, m.context_embedding.is_not(None))
+        .order_by(m.context_embedding.cosine_distance(qv))
+        .limit(depth)
+    )
+    both = union_all(by_content, by_context).subquery("both_vec")
+    best = (
+        select(both.c.id, func.min(both.c.scope).label("scope"), func.min(both.c.d).label("d"))
+        .group_by(both.c.id)
+        .subquery("best")
+    )
+    return (
+        select(best.c.id, best.c.scope, best.c.d)
+        .order_by(best.c.d, best.c.id)
+        .limit(depth)
+        .subquery("top")
+    )
+
+
+@lru_cache(maxsize=16)
+def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
+    """How many lessons, facts and decisions the caller may read, counted up to ``probe_limit``
+    (a bounded index scan: it only has to tell small pools from large ones)."""
+    readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
+    bounded = (
+        select(literal(1))
+        .where(readable, m.kind.in_(RANKED_KINDS))
+        .limit(bindparam("probe_limit", type_=Integer))
+        .subquery("bounded")
+    )
+    return select(func.count()).select_from(bounded)
+
+
+def hnsw_settings(ef_search: int) -> list[TextClause]:
+    """Per-transaction HNSW settings: iterative scans keep filtered ANN queries filled."""
+    return [
+        text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"),
+        text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"),
+    ]
 
 
 # --- run records ------------------------------------------------------------------------------

@@ -138,7 +138,7 @@ class MemoryStore:
         self.clock = clock
         self.url = url
         self.lexical_reason = lexical_reason
-        self._retriever = Retriever(self)
+        self.retriever = Retriever(self)
         self.runs = RunRecords(self)
 
     # --- construction --------------------------------------------------------------------------
@@ -586,7 +586,7 @@ class MemoryStore:
         Never raises because of the database unless ``request.strict``: a failure returns an
         empty result with ``complete=False`` and logs a warning. See SPEC section 5.
         """
-        return self._retriever.recall(request)
+        return self.retriever.recall(request)
 
     # --- maintenance ---------------------------------------------------------------------------
 

@@ -109,6 +109,12 @@ def upgrade() -> None:
         postgresql_ops={"embedding": "vector_cosine_ops"},
     )
     op.create_index("ix_memories_tsv", "memories", ["tsv"], postgresql_using="gin")
+    op.create_index(
+        "ix_memories_with_context",
+        "memories",
+        ["tenant", "scope", "scope_id"],
+        postgresql_where=sa.text("context_embedding IS NOT NULL"),
+    )
 
     op.create_table(
         "memory_approvals",

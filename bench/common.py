@@ -1,0 +1,134 @@
+"""Shared benchmark plumbing: a private embedded server, fresh databases, cached embeddings."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from harness.memory.embedded import embedded_url
+from harness.memory.embedder import Embedder, load_embedder
+from harness.memory.store import MemoryStore, normalize_url
+from harness.settings import Settings
+
+WORK = Path(__file__).parent / ".work"
+RESULTS = Path(__file__).parent / "results"
+
+__all__ = [
+    "RESULTS",
+    "WORK",
+    "CachedEmbedder",
+    "fresh_store",
+    "peak_rss_mb",
+    "percentiles",
+    "server_url",
+    "timed",
+]
+
+
+def server_url() -> str:
+    """HARNESS_BENCH_DATABASE_URL, else a private embedded server under bench/.work."""
+    explicit = os.environ.get("HARNESS_BENCH_DATABASE_URL")
+    return normalize_url(explicit or embedded_url(WORK / "home"))
+
+
+def fresh_store(embedder: Embedder | None, name: str) -> MemoryStore:
+    """A store on a new, migrated database called ``name`` (dropped first if present)."""
+    base = server_url()
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    settings = Settings.from_env(statement_timeout_ms=600_000)
+    return MemoryStore.connect(url, embedder=embedder, settings=settings, check_model=False)
+
+
+class CachedEmbedder:
+    """Wraps the real model; remembers vectors on disk and in memory (keyed by text).
+
+    ``hits_only`` makes ``embed`` free for warmed texts, which is how the benchmarks
+    measure recall "without query embedding".
+    """
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.memo: dict[str, np.ndarray] = {}
+        self.calls = 0
+
+    @classmethod
+    def load(cls) -> CachedEmbedder:
+        settings = Settings.from_env()
+        inner, reason = load_embedder(settings.embed_model, settings.embed_model_path)
+        if inner is None:
+            raise SystemExit(f"benchmarks need the embedding model: {reason}")
+        return cls(inner)
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def warm(self, texts: Sequence[str], label: str) -> None:
+        """Embed ``texts`` once (cached in bench/.work/cache as .npy)."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if not todo:
+            return
+        digest = hashlib.sha256(("\x00".join(todo) + self.model_name).encode()).hexdigest()[:16]
+        path = WORK / "cache" / f"{label}-{digest}.npy"
+        if path.exists():
+            vectors = np.load(path)
+        else:
+            vectors = np.asarray(self.inner.embed(todo), dtype=np.float32)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, vectors)
+        for text, vec in zip(todo, vectors, strict=True):
+            self.memo[text] = vec
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        missing = [t for t in texts if t not in self.memo]
+        if missing:
+            for text, vec in zip(missing, self.inner.embed(missing), strict=True):
+                self.memo[text] = np.asarray(vec, dtype=np.float32)
+        return [self.memo[t].tolist() for t in texts]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
+    """p50/p95/p99 in milliseconds."""
+    ms = sorted(s * 1000 for s in samples_s)
+    q = statistics.quantiles(ms, n=100, method="inclusive") if len(ms) > 1 else ms * 99
+    return {
+        "p50_ms": round(statistics.median(ms), 3),
+        "p95_ms": round(q[94], 3),
+        "p99_ms": round(q[98], 3),
+        "n": len(ms),
+    }
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:6]}"
