@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InvalidInput
 from harness.memory.store import MemoryStore
 
 __all__ = ["app"]
@@ -230,6 +230,70 @@ def reconcile(url: UrlOption = None) -> None:
 
 
 @app.command()
+def mcp(
+    http: Annotated[
+        str | None, typer.Option("--http", help="serve streamable HTTP on HOST:PORT")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="stdio caller's tenant")] = None,
+    user: Annotated[str | None, typer.Option(help="stdio caller's user id")] = None,
+    workflow: Annotated[str | None, typer.Option(help="stdio caller's workflow id")] = None,
+    public_url: Annotated[str | None, typer.Option(help="HTTP: this server's public URL")] = None,
+    url: UrlOption = None,
+) -> None:
+    """Serve memory to MCP agents: stdio by default, or streamable HTTP with --http.
+
+    Over stdio the caller is fixed by --tenant/--user (or HARNESS_MCP_TENANT/_USER); over
+    HTTP each bearer token maps to its caller (see `harness-memory mcp-token`).
+    """
+    from harness.mcp_server import Identity, TokenFile, TokenFileVerifier, build_server
+    from harness.settings import Settings
+
+    settings = Settings.from_env()
+    store = _connect(url, check_model=True)
+    if http is None:
+        who_tenant, who_user = tenant or settings.mcp_tenant, user or settings.mcp_user
+        if not who_tenant or not who_user:
+            raise _fail(
+                InvalidInput(
+                    "stdio needs --tenant and --user (or HARNESS_MCP_TENANT and HARNESS_MCP_USER)",
+                    fields=("tenant", "user"),
+                )
+            )
+        server = build_server(
+            store, identity=Identity(who_tenant, who_user, workflow or settings.mcp_workflow)
+        )
+        server.run("stdio")
+        return
+    import uvicorn
+
+    host, _, port = http.rpartition(":")
+    base = public_url or f"http://{host}:{port}"
+    verifier = TokenFileVerifier(TokenFile(settings.mcp_tokens_path))
+    server = build_server(
+        store, verifier=verifier, public_url=base, ingest_key=settings.mcp_ingest_key
+    )
+    uvicorn.run(
+        server.streamable_http_app(host=host), host=host, port=int(port), log_level="warning"
+    )
+
+
+@app.command("mcp-token")
+def mcp_token(
+    tenant: Annotated[str, typer.Option()],
+    user: Annotated[str, typer.Option()],
+    workflow: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Mint a bearer token for the HTTP MCP server; only its hash is stored. Shown once."""
+    from harness.mcp_server import Identity, TokenFile
+    from harness.settings import Settings
+
+    path = Settings.from_env().mcp_tokens_path
+    token = TokenFile(path).add(Identity(tenant, user, workflow))
+    console.print(f"token for {tenant}/{user} (stored hashed in {path}):")
+    console.print(token, soft_wrap=True)
+
+
+@app.command()
 def demo(url: UrlOption = None) -> None:
     """Tell the two-run story: a rejection becomes a lesson the next run starts with."""
     from harness.demo import run_demo
@@ -239,4 +303,8 @@ def demo(url: UrlOption = None) -> None:
 
 
 def main() -> None:  # pragma: no cover - console-script shim
+    app()
+
+
+if __name__ == "__main__":  # python -m harness.cli
     app()

@@ -28,6 +28,11 @@ _ENV = {
     "llm_model": "HARNESS_LLM_MODEL",
     "llm_api_key": "HARNESS_LLM_API_KEY",
     "llm_timeout_s": "HARNESS_LLM_TIMEOUT_S",
+    "mcp_tenant": "HARNESS_MCP_TENANT",
+    "mcp_user": "HARNESS_MCP_USER",
+    "mcp_workflow": "HARNESS_MCP_WORKFLOW",
+    "mcp_tokens": "HARNESS_MCP_TOKENS",
+    "mcp_ingest_key": "HARNESS_MCP_INGEST_KEY",
 }
 
 
@@ -50,6 +55,16 @@ class Settings(BaseModel):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout_s: float = Field(default=20.0, gt=0)
+    mcp_tenant: str | None = None
+    mcp_user: str | None = None
+    mcp_workflow: str | None = None
+    mcp_tokens: Path | None = None
+    mcp_ingest_key: str | None = None
+
+    @property
+    def mcp_tokens_path(self) -> Path:
+        """The MCP bearer-token file (hashes only)."""
+        return self.mcp_tokens or self.home / "mcp-tokens.json"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:

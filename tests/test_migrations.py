@@ -14,7 +14,7 @@ from alembic.script import ScriptDirectory
 from harness.memory.migrate import alembic_config, downgrade, upgrade_to_head
 from harness.memory.schema import metadata
 
-TABLES = {"memories", "memory_approvals", "runs", "cleanup_tasks", "store_meta"}
+TABLES = {"memories", "memory_approvals", "runs", "cleanup_tasks", "store_meta", "ingest_requests"}
 
 
 def _tables(engine: sa.Engine) -> set[str]:
@@ -94,4 +94,4 @@ def test_two_processes_connecting_at_once_both_succeed(fresh_db_url: str) -> Non
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
-        assert out.strip() == "0001"
+        assert out.strip() == "0002"

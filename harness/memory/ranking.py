@@ -36,7 +36,7 @@ class RankingConfig:
     depth: int = 100
     sim_floor: float = 0.55
     sim_assist: float = 0.35
-    coverage_floor: float = 0.67
+    coverage_floor: float = 0.6
     lexical_coverage_floor: float = 0.5
     vector_weight: float = 1.0
     lexical_weight: float = 1.0

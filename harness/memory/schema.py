@@ -21,12 +21,13 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
 
 __all__ = [
     "DEFAULT_DIM",
     "approvals",
     "cleanup_tasks",
+    "ingest_requests",
     "memories",
     "metadata",
     "runs",
@@ -167,6 +168,17 @@ cleanup_tasks = Table(
     Column("done_at", DateTime(timezone=True)),
     CheckConstraint("target IN ('workflow','session')", name="target"),
     Index("ix_cleanup_tasks_tenant_open", "tenant", "done_at"),
+)
+
+ingest_requests = Table(
+    "ingest_requests",
+    metadata,
+    Column("tenant", String(200), primary_key=True),
+    Column("idempotency_key", String(200), primary_key=True),
+    Column("request_sha256", String(64), nullable=False),
+    Column("status_code", Integer, nullable=False),
+    Column("response", JSONB, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
 )
 
 store_meta = Table(

@@ -37,7 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from harness.memory.schema import approvals, memories, runs, store_meta
+from harness.memory.schema import approvals, ingest_requests, memories, runs, store_meta
 from harness.memory.types import Kind, Scope, Status
 
 __all__ = [
@@ -53,9 +53,12 @@ __all__ = [
     "finish_run",
     "history",
     "hnsw_settings",
+    "idempotency_record",
     "insert_approval",
+    "insert_idempotency_record",
     "insert_memory",
     "insert_run",
+    "lock_idempotency",
     "lock_key",
     "meta_get",
     "meta_upsert",
@@ -73,6 +76,7 @@ __all__ = [
     "supersede",
     "tenants_with_expired",
     "unlink",
+    "unlock_idempotency",
 ]
 
 m = memories.c
@@ -639,6 +643,31 @@ def hnsw_settings(ef_search: int) -> list[TextClause]:
         text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"),
         text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"),
     ]
+
+
+# --- ingest idempotency ------------------------------------------------------------------------
+
+
+def lock_idempotency(tenant: str, key: str) -> TextClause:
+    """Session-level lock serialising requests that share an idempotency key."""
+    return text("SELECT pg_advisory_lock(hashtextextended(:k, 1))").bindparams(
+        k=f"{tenant}\x1f{key}"
+    )
+
+
+def unlock_idempotency(tenant: str, key: str) -> TextClause:
+    return text("SELECT pg_advisory_unlock(hashtextextended(:k, 1))").bindparams(
+        k=f"{tenant}\x1f{key}"
+    )
+
+
+def idempotency_record(tenant: str, key: str) -> Select[Any]:
+    r = ingest_requests.c
+    return select(ingest_requests).where(r.tenant == tenant, r.idempotency_key == key)
+
+
+def insert_idempotency_record(row: dict[str, Any]) -> Insert:
+    return insert(ingest_requests).values(**row)
 
 
 # --- run records ------------------------------------------------------------------------------

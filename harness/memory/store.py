@@ -588,6 +588,54 @@ class MemoryStore:
         """
         return self.retriever.recall(request)
 
+    # --- idempotent requests -------------------------------------------------------------------
+
+    def idempotent(
+        self,
+        tenant: str,
+        key: str,
+        request_sha256: str,
+        attempt: Callable[[], tuple[int, dict[str, Any], bool]],
+    ) -> tuple[int, dict[str, Any], bool]:
+        """Run ``attempt`` once per (tenant, key); replays answer what the first one did.
+
+        Returns (status, payload, replayed). A key reused with another body answers 409.
+        Attempts that fail with a server error are not recorded, so a retry runs again.
+        """
+        with translate_errors("idempotent request"), self._engine.connect() as conn:
+            conn.execute(sql.lock_idempotency(tenant, key))
+            conn.commit()
+            try:
+                record = conn.execute(sql.idempotency_record(tenant, key)).mappings().first()
+                conn.commit()
+                if record is not None:
+                    if record["request_sha256"] != request_sha256:
+                        return (
+                            409,
+                            {"error": "Idempotency-Key was used with a different body"},
+                            False,
+                        )
+                    return record["status_code"], dict(record["response"]), True
+                status, payload, _ = attempt()
+                if status < 500:
+                    conn.execute(
+                        sql.insert_idempotency_record(
+                            {
+                                "tenant": tenant,
+                                "idempotency_key": key,
+                                "request_sha256": request_sha256,
+                                "status_code": status,
+                                "response": payload,
+                                "created_at": self.clock.now(),
+                            }
+                        )
+                    )
+                    conn.commit()
+                return status, payload, False
+            finally:
+                conn.execute(sql.unlock_idempotency(tenant, key))
+                conn.commit()
+
     # --- maintenance ---------------------------------------------------------------------------
 
     def reembed(

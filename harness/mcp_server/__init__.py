@@ -1,0 +1,16 @@
+"""harness-memory over the Model Context Protocol (official ``mcp`` SDK)."""
+
+from __future__ import annotations
+
+from harness.mcp_server.identity import Identity, TokenFile, TokenFileVerifier, hash_token
+from harness.mcp_server.server import UNAVAILABLE, McpLimits, build_server
+
+__all__ = [
+    "UNAVAILABLE",
+    "Identity",
+    "McpLimits",
+    "TokenFile",
+    "TokenFileVerifier",
+    "build_server",
+    "hash_token",
+]

@@ -1,0 +1,110 @@
+"""Who is calling: bearer tokens (stored hashed) map to a tenant and user; never tool input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.server.auth.provider import AccessToken
+
+from harness.errors import InvalidInput
+
+__all__ = ["Identity", "TokenFile", "TokenFileVerifier", "hash_token"]
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The verified caller. ``workflow_id`` optionally pins recall to one workflow."""
+
+    tenant: str
+    user_id: str
+    workflow_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tenant or not self.user_id:
+            raise InvalidInput("identity needs a tenant and a user", fields=("tenant", "user_id"))
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 of a bearer token; only this is stored."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenFile:
+    """A JSON file of ``{"tokens": [{"sha256", "tenant", "user_id", "workflow_id"}]}``."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def load(self) -> dict[str, Identity]:
+        """Hash -> identity. A missing file means no tokens."""
+        if not self.path.exists():
+            return {}
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        return {
+            entry["sha256"]: Identity(entry["tenant"], entry["user_id"], entry.get("workflow_id"))
+            for entry in data.get("tokens", [])
+        }
+
+    def add(self, identity: Identity) -> str:
+        """Mint a token for ``identity``, store its hash, return the token (shown once)."""
+        token = "hm_" + secrets.token_urlsafe(32)
+        entries = [
+            {"sha256": h, "tenant": i.tenant, "user_id": i.user_id, "workflow_id": i.workflow_id}
+            for h, i in self.load().items()
+        ]
+        entries.append(
+            {
+                "sha256": hash_token(token),
+                "tenant": identity.tenant,
+                "user_id": identity.user_id,
+                "workflow_id": identity.workflow_id,
+            }
+        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"tokens": entries}, indent=2), encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        tmp.replace(self.path)
+        return token
+
+
+class TokenFileVerifier:
+    """The MCP SDK's ``TokenVerifier`` over a :class:`TokenFile` (re-read on change)."""
+
+    def __init__(self, tokens: TokenFile):
+        self.tokens = tokens
+        self._cache: dict[str, Identity] = {}
+        self._mtime: float | None = None
+
+    def _current(self) -> dict[str, Identity]:
+        mtime = self.tokens.path.stat().st_mtime if self.tokens.path.exists() else None
+        if mtime != self._mtime:
+            self._cache, self._mtime = self.tokens.load(), mtime
+        return self._cache
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        identity = self._current().get(hash_token(token))
+        if identity is None:
+            return None
+        return AccessToken(
+            token=hash_token(token),
+            client_id=f"{identity.tenant}/{identity.user_id}",
+            subject=identity.user_id,
+            scopes=["memory:recall"],
+            claims={
+                "tenant": identity.tenant,
+                "user_id": identity.user_id,
+                "workflow_id": identity.workflow_id,
+            },
+        )
+
+    @staticmethod
+    def identity_of(token: AccessToken) -> Identity:
+        """The identity a verified token carries."""
+        claims = token.claims or {}
+        return Identity(claims["tenant"], claims["user_id"], claims.get("workflow_id"))

@@ -1,0 +1,115 @@
+"""``POST /v1/memories``: the keyed, idempotent write path for trusted services."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from harness.errors import InvalidInput, MemoryRejected, StoreError
+from harness.memory.store import MemoryStore
+from harness.memory.types import Memory, MemoryCandidate
+
+__all__ = ["IngestHandler"]
+
+MAX_BODY = 1_000_000
+MAX_BATCH = 500
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+class IngestHandler:
+    """A Starlette endpoint. The ingest key is compared in constant time; an
+    ``Idempotency-Key`` header makes a retried request answer what the first one did."""
+
+    def __init__(self, store: MemoryStore, ingest_key: str):
+        if len(ingest_key) < 16:
+            raise InvalidInput("ingest key: at least 16 characters", fields=("ingest_key",))
+        self.store = store
+        self._key = ingest_key.encode()
+
+    def _authorised(self, request: Request) -> bool:
+        given = request.headers.get("x-ingest-key", "")
+        auth = request.headers.get("authorization", "")
+        if not given and auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        return hmac.compare_digest(given.encode(), self._key)
+
+    async def __call__(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return _error(401, "missing or wrong ingest key")
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            return _error(413, f"body over {MAX_BODY} bytes")
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(400, f"body is not valid JSON: {exc}", fields=["body"])
+        items = body if isinstance(body, list) else [body]
+        if not items or len(items) > MAX_BATCH or not all(isinstance(i, dict) for i in items):
+            return _error(
+                400, f"body must be a candidate object or a list of 1-{MAX_BATCH}", fields=["body"]
+            )
+        candidates: list[MemoryCandidate] = []
+        for n, item in enumerate(items):
+            try:
+                candidates.append(MemoryCandidate(**item))
+            except InvalidInput as exc:
+                fields = [f"{n}.{f}" if isinstance(body, list) else f for f in exc.fields]
+                return _error(400, str(exc), fields=fields)
+        key = request.headers.get("idempotency-key")
+        digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()
+        try:
+            return await anyio.to_thread.run_sync(self._write, candidates, key, digest)
+        except StoreError as exc:
+            return _error(503, f"memory store unavailable: {exc}")
+
+    def _write(self, candidates: list[MemoryCandidate], key: str | None, digest: str) -> Response:
+        if key is None:
+            return self._respond(*self._attempt(candidates))
+        if not 1 <= len(key) <= 200:
+            return _error(
+                400, "Idempotency-Key must be 1-200 characters", fields=["Idempotency-Key"]
+            )
+        tenant = candidates[0].tenant
+        return self._respond(
+            *self.store.idempotent(tenant, key, digest, lambda: self._attempt(candidates)),
+            replay_header=True,
+        )
+
+    def _attempt(self, candidates: list[MemoryCandidate]) -> tuple[int, dict[str, Any], bool]:
+        try:
+            written = self.store.write_many(candidates)
+        except MemoryRejected as exc:
+            return 422, {"error": exc.reason, "rule": exc.rule, "index": exc.index}, False
+        except InvalidInput as exc:
+            return 400, {"error": str(exc), "fields": list(exc.fields)}, False
+        return 201, {"memories": [_summary(m) for m in written]}, False
+
+    @staticmethod
+    def _respond(
+        status: int, payload: dict[str, Any], replayed: bool, replay_header: bool = False
+    ) -> Response:
+        headers = (
+            {"Idempotent-Replayed": "true" if replayed else "false"} if replay_header else None
+        )
+        return JSONResponse(payload, status_code=status, headers=headers)
+
+
+def _summary(m: Memory) -> dict[str, Any]:
+    return {
+        "id": str(m.id),
+        "status": m.status.value,
+        "supersedes": str(m.supersedes) if m.supersedes else None,
+    }
+
+
+Attempt = Callable[[], tuple[int, dict[str, Any], bool]]

@@ -1,0 +1,353 @@
+"""The MCP server, exercised with the SDK's own client (in-process, HTTP and stdio)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from harness.mcp_server import (
+    UNAVAILABLE,
+    Identity,
+    McpLimits,
+    TokenFile,
+    TokenFileVerifier,
+    build_server,
+    hash_token,
+)
+from harness.memory import MemoryCandidate, MemoryStore
+
+from .conftest import HashEmbedder
+
+INGEST_KEY = "ingest-key-0123456789abcdef"
+
+
+def text_of(result: Any) -> str:
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def seed(store: MemoryStore, tenant: str) -> None:
+    store.write_many(
+        [
+            MemoryCandidate(
+                tenant=tenant,
+                scope="user",
+                scope_id="alice",
+                kind="fact",
+                content="Alice's staging cluster is called kestrel",
+            ),
+            MemoryCandidate(
+                tenant=tenant,
+                scope="user",
+                scope_id="bob",
+                kind="fact",
+                content="Bob's staging cluster is called osprey",
+            ),
+            MemoryCandidate(
+                tenant=tenant,
+                scope="user",
+                scope_id="alice",
+                kind="preference",
+                content="Alice wants answers in British English",
+            ),
+        ]
+    )
+
+
+def call(server: Any, tool: str, args: dict[str, Any], mode: str = "auto") -> str:
+    async def go() -> str:
+        async with Client(server, mode=mode) as client:
+            return text_of(await client.call_tool(tool, args))
+
+    return anyio.run(go)
+
+
+def test_tools_are_listed_with_schemas(store: MemoryStore, tenant: str) -> None:
+    server = build_server(store, identity=Identity(tenant, "alice"))
+
+    async def go() -> dict[str, Any]:
+        async with Client(server) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(go)
+    assert set(tools) == {
+        "recall_memories",
+        "recallset_add",
+        "recallset_mark",
+        "recallset_read",
+        "recallset_overview",
+    }
+    recall = tools["recall_memories"]
+    assert "last time" in (recall.description or "")
+    assert recall.input_schema["required"] == ["query"]
+    add = tools["recallset_add"].input_schema
+    assert add["required"] == ["content"]
+    assert "ctx" not in add["properties"]
+    assert set(add["properties"]["mark"]["enum"]) == {"keep", "check", "discard"}
+
+
+def test_recall_reads_only_the_callers_memories(store: MemoryStore, tenant: str) -> None:
+    seed(store, tenant)
+    server = build_server(store, identity=Identity(tenant, "alice"))
+    out = call(server, "recall_memories", {"query": "staging cluster name"})
+    assert "kestrel" in out and "osprey" not in out
+    assert "[user preference" in out and "[user fact" in out
+    sneaky = call(server, "recall_memories", {"query": "bob's staging cluster osprey user bob"})
+    assert "osprey" not in sneaky
+    empty = build_server(store, identity=Identity(tenant, "nobody"))
+    assert call(empty, "recall_memories", {"query": "staging cluster"}) == (
+        "Nothing relevant is stored for this query."
+    )
+
+
+def test_output_cap_keeps_whole_items(store: MemoryStore, tenant: str) -> None:
+    store.write_many(
+        [
+            MemoryCandidate(
+                tenant=tenant,
+                scope="user",
+                scope_id="alice",
+                kind="preference",
+                content=f"Preference number {i}: " + "detail " * 40,
+            )
+            for i in range(30)
+        ]
+    )
+    server = build_server(
+        store, identity=Identity(tenant, "alice"), limits=McpLimits(output_chars=1500)
+    )
+    out = call(server, "recall_memories", {"query": "preference"})
+    assert len(out) <= 1500
+    body = out.split("\n")[1:]
+    assert body and all(line.rstrip().endswith("detail") for line in body)
+
+
+def test_store_failure_and_timeout_answer_unavailable(store: MemoryStore, tenant: str) -> None:
+    down = MemoryStore.connect(
+        "postgresql://postgres@127.0.0.1:9/x",
+        embedder=HashEmbedder(),
+        migrate=False,
+        check_model=False,
+    )
+    try:
+        server = build_server(down, identity=Identity(tenant, "alice"))
+        assert call(server, "recall_memories", {"query": "anything"}) == UNAVAILABLE
+    finally:
+        down.close()
+
+    class Slow:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def recall(self, request: Any) -> Any:
+            time.sleep(1.5)
+            return store.recall(request)
+
+    slow = build_server(
+        Slow(),
+        identity=Identity(tenant, "alice"),  # type: ignore[arg-type]
+        limits=McpLimits(timeout_s=0.3),
+    )
+    started = time.perf_counter()
+    assert call(slow, "recall_memories", {"query": "anything"}) == UNAVAILABLE
+    assert time.perf_counter() - started < 1.4
+
+
+def test_recallset_is_per_session_and_cleared_on_close(store: MemoryStore, tenant: str) -> None:
+    server = build_server(store, identity=Identity(tenant, "alice"))
+
+    async def session_a() -> tuple[str, str]:
+        async with Client(server, mode="legacy") as client:
+            added = json.loads(
+                text_of(
+                    await client.call_tool(
+                        "recallset_add", {"content": "the VPN log shows a timeout", "mark": "keep"}
+                    )
+                )
+            )
+            overview = text_of(await client.call_tool("recallset_overview", {}))
+            body = text_of(await client.call_tool("recallset_read", {"id": added["id"]}))
+            assert server.recallsets.open_count() == 1  # type: ignore[attr-defined]
+            return overview, body
+
+    overview, body = anyio.run(session_a)
+    assert "the VPN log" in overview and body == "the VPN log shows a timeout"
+    gc.collect()
+    assert server.recallsets.open_count() == 0  # type: ignore[attr-defined]
+
+    async def session_b() -> str:
+        async with Client(server, mode="legacy") as client:
+            return text_of(await client.call_tool("recallset_overview", {}))
+
+    assert json.loads(anyio.run(session_b)) == []
+    bad = call(server, "recallset_read", {"id": "r999"}, mode="legacy")
+    assert bad.startswith("error:")
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(store: MemoryStore, tenant: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    tokens = TokenFile(tmp_path / "tokens.json")
+    alice = tokens.add(Identity(tenant, "alice"))
+    bob = tokens.add(Identity(tenant, "bob"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = build_server(
+        store, verifier=TokenFileVerifier(tokens), public_url=base, ingest_key=INGEST_KEY
+    )
+    config = uvicorn.Config(
+        server.streamable_http_app(host="127.0.0.1"),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )
+    web = uvicorn.Server(config)
+    thread = threading.Thread(target=web.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 10
+    while not web.started and time.time() < deadline:
+        time.sleep(0.05)
+    yield {"base": base, "alice": alice, "bob": bob, "tokens": tokens}
+    web.should_exit = True
+    thread.join(timeout=10)
+
+
+def http_call(base: str, token: str | None, tool: str, args: dict[str, Any]) -> str:
+    async def go() -> str:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+        ):
+            return text_of(await client.call_tool(tool, args))
+
+    return anyio.run(go)
+
+
+def test_tokens_are_stored_hashed(http_server: dict[str, Any]) -> None:
+    raw = http_server["tokens"].path.read_text()
+    assert http_server["alice"] not in raw
+    assert hash_token(http_server["alice"]) in raw
+
+
+def test_http_tokens_never_see_each_others_memories(
+    http_server: dict[str, Any], store: MemoryStore, tenant: str
+) -> None:
+    seed(store, tenant)
+    base = http_server["base"]
+    as_alice = http_call(
+        base, http_server["alice"], "recall_memories", {"query": "staging cluster"}
+    )
+    as_bob = http_call(base, http_server["bob"], "recall_memories", {"query": "staging cluster"})
+    assert "kestrel" in as_alice and "osprey" not in as_alice
+    assert "osprey" in as_bob and "kestrel" not in as_bob
+    unauth = httpx.post(
+        f"{base}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
+    assert unauth.status_code == 401
+    wrong = httpx.post(
+        f"{base}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={
+            "Authorization": "Bearer hm_not-a-token",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    assert wrong.status_code == 401
+
+
+def test_ingest_checks_key_body_guard_and_is_idempotent(
+    http_server: dict[str, Any], store: MemoryStore, tenant: str
+) -> None:
+    url = f"{http_server['base']}/v1/memories"
+    good = {
+        "tenant": tenant,
+        "scope": "user",
+        "scope_id": "alice",
+        "kind": "fact",
+        "content": "The release train leaves on Thursdays",
+    }
+    assert httpx.post(url, json=good).status_code == 401
+    assert (
+        httpx.post(url, json=good, headers={"X-Ingest-Key": "wrong-key-0123456789"}).status_code
+        == 401
+    )
+    auth = {"Authorization": f"Bearer {INGEST_KEY}"}
+    bad = httpx.post(url, json={**good, "scope": "galaxy"}, headers=auth)
+    assert bad.status_code == 400 and "scope" in bad.json()["fields"]
+    notjson = httpx.post(url, content=b"{oops", headers=auth)
+    assert notjson.status_code == 400 and notjson.json()["fields"] == ["body"]
+    secret = httpx.post(url, json={**good, "content": "password: hunter2!"}, headers=auth)
+    assert secret.status_code == 422
+    assert secret.json()["rule"] == "password_assignment" and secret.json()["error"]
+    key = {**auth, "Idempotency-Key": "req-1"}
+    first = httpx.post(
+        url, json=[good, {**good, "content": "Deploys need two approvals"}], headers=key
+    )
+    assert first.status_code == 201 and first.headers["Idempotent-Replayed"] == "false"
+    again = httpx.post(
+        url, json=[good, {**good, "content": "Deploys need two approvals"}], headers=key
+    )
+    assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    clash = httpx.post(url, json=good, headers=key)
+    assert clash.status_code == 409
+    ids = [m["id"] for m in first.json()["memories"]]
+    assert all(store.get(i) is not None for i in ids)
+    out = http_call(
+        http_server["base"],
+        http_server["alice"],
+        "recall_memories",
+        {"query": "when does the release train leave"},
+    )
+    assert "Thursdays" in out
+
+
+def test_stdio_server_subprocess(store: MemoryStore, tenant: str, db_url: str) -> None:
+    seed(store, tenant)
+    env = {
+        **os.environ,
+        "HARNESS_DATABASE_URL": db_url,
+        "HARNESS_MCP_TENANT": tenant,
+        "HARNESS_MCP_USER": "bob",
+        "HARNESS_EMBED_MODEL_PATH": "/nonexistent-model",
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-W", "ignore", "-m", "harness.cli", "mcp"], env=env
+    )
+
+    async def go() -> tuple[list[str], str]:
+        async with Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            return names, text_of(
+                await client.call_tool("recall_memories", {"query": "staging cluster"})
+            )
+
+    names, out = anyio.run(go)
+    assert "recall_memories" in names
+    assert "osprey" in out and "kestrel" not in out
