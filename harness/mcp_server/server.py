@@ -176,10 +176,11 @@ def build_server(
     if ingest_key:
         handler = IngestHandler(store, ingest_key)
 
-        @server.custom_route("/v1/memories", methods=["POST"])
         async def ingest(request: Request) -> Response:
             # A plain function: Starlette would treat a callable object as a raw ASGI app.
             return await handler(request)
+
+        server.custom_route("/v1/memories", methods=["POST"])(ingest)
 
     server.recallsets = recallsets  # type: ignore[attr-defined]
     return server
