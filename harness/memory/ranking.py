@@ -31,7 +31,7 @@ class RankingConfig:
     words. Without vectors, coverage alone decides (``lexical_coverage_floor``).
     """
 
-    rrf_k: int = 60
+    rrf_k: int = 20
     top_n: int = 8
     depth: int = 100
     sim_floor: float = 0.55
@@ -39,7 +39,7 @@ class RankingConfig:
     coverage_floor: float = 0.6
     lexical_coverage_floor: float = 0.5
     vector_weight: float = 1.0
-    lexical_weight: float = 1.0
+    lexical_weight: float = 1.5
     #: "hybrid" fuses both; "vector" and "lexical" use one retriever alone (baselines).
     mode: Literal["hybrid", "vector", "lexical"] = "hybrid"
     #: False ranks without a floor (retrieval benchmarks measure ranking alone).

@@ -43,7 +43,7 @@ class Retriever:
         ranking: RankingConfig | None = None,
         strategy: Strategy = "auto",
         large_pool: int = 5000,
-        ef_search: int = 100,
+        ef_search: int = 400,
     ):
         self.store = store
         self.ranking = ranking or RankingConfig(top_n=store.settings.recall_top_n)

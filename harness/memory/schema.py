@@ -47,7 +47,9 @@ metadata = MetaData(
 
 TSV_EXPR = (
     "setweight(to_tsvector('simple'::regconfig, content), 'A') || "
-    "setweight(to_tsvector('simple'::regconfig, coalesce(context, '')), 'B')"
+    "setweight(to_tsvector('english'::regconfig, content), 'A') || "
+    "setweight(to_tsvector('simple'::regconfig, coalesce(context, '')), 'B') || "
+    "setweight(to_tsvector('english'::regconfig, coalesce(context, '')), 'B')"
 )
 
 memories = Table(

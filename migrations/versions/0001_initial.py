@@ -21,7 +21,9 @@ depends_on: str | Sequence[str] | None = None
 
 TSV_EXPR = (
     "setweight(to_tsvector('simple'::regconfig, content), 'A') || "
-    "setweight(to_tsvector('simple'::regconfig, coalesce(context, '')), 'B')"
+    "setweight(to_tsvector('english'::regconfig, content), 'A') || "
+    "setweight(to_tsvector('simple'::regconfig, coalesce(context, '')), 'B') || "
+    "setweight(to_tsvector('english'::regconfig, coalesce(context, '')), 'B')"
 )
 
 
