@@ -74,7 +74,11 @@ def build_server(
     if verifier is not None:
         base = (public_url or "http://127.0.0.1:8765").rstrip("/")
         auth = AuthSettings(
-            issuer_url=base, resource_server_url=f"{base}/mcp", required_scopes=["memory:recall"]
+            issuer_url=base,
+            resource_server_url=f"{base}/mcp",
+            required_scopes=["memory:recall"],
+            # Our tokens are opaque, minted for this server alone and checked by lookup.
+            validate_token_resource=False,
         )
     server: MCPServer = MCPServer(
         "harness-memory",

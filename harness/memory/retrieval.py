@@ -42,7 +42,7 @@ class Retriever:
         store: MemoryStore,
         ranking: RankingConfig | None = None,
         strategy: Strategy = "auto",
-        large_pool: int = 5000,
+        large_pool: int = 3000,
         ef_search: int = 400,
     ):
         self.store = store
