@@ -7,36 +7,32 @@ import logging
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 import sqlalchemy as sa
 from pydantic import ValidationError
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import Connection, Engine
 
 from harness.clock import Clock, SystemClock
 from harness.errors import (
     ConflictingState,
-    EmbeddingModelMismatch,
-    HarnessError,
     InvalidInput,
     MemoryNotFound,
     MemoryRejected,
-    StoreError,
-    StoreUnavailable,
 )
 from harness.fingerprint import fingerprint
-from harness.memory import sql
+from harness.memory import sql, vectors
+from harness.memory.db import normalize_url, redact_url, translate_errors
 from harness.memory.embedder import Embedder, load_embedder
 from harness.memory.guard import Guard, default_guard
-from harness.memory.migrate import current_revision, upgrade_to_head
+from harness.memory.migrate import upgrade_to_head
 from harness.memory.recall import RecallResult
 from harness.memory.retrieval import Retriever
 from harness.memory.rows import memory_from_row
 from harness.memory.runs import RunRecords
+from harness.memory.status import StoreStatus, collect_status
 from harness.memory.types import (
     AUTOMATIC_ORIGINS,
     Memory,
@@ -47,7 +43,7 @@ from harness.memory.types import (
 )
 from harness.settings import Settings
 
-__all__ = ["AUTO", "MemoryStore", "StoreStatus", "redact_url"]
+__all__ = ["AUTO", "MemoryStore", "StoreStatus", "normalize_url", "redact_url"]
 
 log = logging.getLogger(__name__)
 
@@ -59,58 +55,6 @@ class _Auto:
 
 #: Sentinel: load the embedder from settings.
 AUTO: Any = _Auto()
-
-META_MODEL = "embedding_model"
-META_DIM = "embedding_dim"
-
-
-def redact_url(url: str) -> str:
-    """The URL with its password hidden."""
-    return make_url(url).render_as_string(hide_password=True)
-
-
-def normalize_url(url: str) -> str:
-    """Use psycopg 3 for plain ``postgresql://`` URLs."""
-    parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
-
-
-@dataclass(frozen=True)
-class StoreStatus:
-    """What ``harness-memory status`` shows."""
-
-    url: str
-    revision: str | None
-    embedder_mode: str
-    embed_model: str | None
-    embed_dim: int | None
-    stored_model: str | None
-    counts: dict[str, dict[str, int]]
-    missing_embeddings: int
-    pending_cleanups: dict[str, int]
-    lexical_reason: str | None = None
-
-
-@contextlib.contextmanager
-def translate_errors(action: str) -> Iterator[None]:
-    """Turn driver errors into ``StoreUnavailable`` / ``StoreError``; keep ours untouched."""
-    try:
-        yield
-    except HarnessError:
-        raise
-    except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError) as exc:
-        raise StoreUnavailable(f"{action}: database unavailable: {_short(exc)}") from exc
-    except sa_exc.DBAPIError as exc:
-        raise StoreError(f"{action}: database error: {_short(exc)}") from exc
-
-
-def _short(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None)
-    return (
-        str(orig or exc).strip().splitlines()[0] if str(orig or exc).strip() else type(exc).__name__
-    )
 
 
 class MemoryStore:
@@ -253,78 +197,13 @@ class MemoryStore:
     def stored_model(self) -> tuple[str | None, int | None]:
         """The (model, dimension) recorded as having built this store's vectors."""
         with self.transaction("read metadata") as conn:
-            meta = {name: value for name, value in conn.execute(sql.meta_get())}
-        dim = meta.get(META_DIM)
-        return meta.get(META_MODEL), int(dim) if dim else None
+            return vectors.stored_model(conn)
 
     def check_embedding_model(self) -> None:
         """Raise ``EmbeddingModelMismatch`` when the configured model is not the recorded one."""
-        if self.embedder is None:
-            return
-        stored, stored_dim = self.stored_model()
-        if stored is None:
-            return
-        if stored != self.embedder.model_name or stored_dim != self.embedder.dim:
-            raise EmbeddingModelMismatch(
-                stored, stored_dim or 0, self.embedder.model_name, self.embedder.dim
-            )
-
-    def _record_model(self, conn: Connection) -> None:
-        assert self.embedder is not None
-        self._ensure_vector_dim(conn, self.embedder.dim)
-        conn.execute(sql.meta_upsert(META_MODEL, self.embedder.model_name, overwrite=False))
-        conn.execute(sql.meta_upsert(META_DIM, str(self.embedder.dim), overwrite=False))
-
-    def _ensure_vector_dim(self, conn: Connection, dim: int) -> None:
-        current = conn.execute(
-            sa.text(
-                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-                "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
-            )
-        ).scalar_one()
-        if current == f"vector({dim})":
-            return
-        conn.execute(sa.text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"))
-        conn.execute(sa.text("UPDATE memories SET embedding = NULL, context_embedding = NULL"))
-        for column in ("embedding", "context_embedding"):
-            conn.execute(
-                sa.text(f"ALTER TABLE memories ALTER COLUMN {column} TYPE vector({int(dim)})")
-            )
-        conn.execute(
-            sa.text(
-                "CREATE INDEX ix_memories_embedding_hnsw ON memories "
-                "USING hnsw (embedding vector_cosine_ops)"
-            )
-        )
-
-    def _vectors(
-        self, embedder: Embedder, contents: Sequence[str], contexts: Sequence[str | None]
-    ) -> tuple[list[list[float] | None], list[list[float] | None]]:
-        """Vectors for contents and (where present) contexts, in one batch."""
-        with_context = [i for i, c in enumerate(contexts) if c]
-        vectors = embedder.embed(list(contents) + [contexts[i] or "" for i in with_context])
-        content_vecs: list[list[float] | None] = list(vectors[: len(contents)])
-        context_vecs: list[list[float] | None] = [None] * len(contents)
-        for i, vec in zip(with_context, vectors[len(contents) :], strict=True):
-            context_vecs[i] = vec
-        return content_vecs, context_vecs
-
-    def _embed(
-        self, contents: Sequence[str], contexts: Sequence[str | None]
-    ) -> tuple[list[list[float] | None], list[list[float] | None]] | None:
-        """Like ``_vectors``, but None when lexical-only or when the model fails: the write
-        still lands and ``reembed --missing-only`` fills the vectors later."""
-        if self.embedder is None or not contents:
-            return None
-        try:
-            return self._vectors(self.embedder, contents, contexts)
-        except Exception as exc:
-            log.warning(
-                "embedding failed (%s); storing without vectors, run `harness-memory "
-                "reembed --missing-only` later",
-                exc,
-            )
-            return None
+        if self.embedder is not None:
+            with self.transaction("read metadata") as conn:
+                vectors.check_model(conn, self.embedder)
 
     # --- write path ----------------------------------------------------------------------------
 
@@ -377,17 +256,19 @@ class MemoryStore:
         cands = self._validate(candidates)
         if not cands:
             return []
-        vectors = self._embed([c.content for c in cands], [c.context for c in cands])
+        pairs = vectors.embed_or_none(
+            self.embedder, [c.content for c in cands], [c.context for c in cands]
+        )
         now = self.clock.now()
         with self.transaction("write") as conn:
-            if vectors is not None:
-                self._record_model(conn)
+            if pairs is not None and self.embedder is not None:
+                vectors.record_model(conn, self.embedder)
             return [
                 self._write_one(
                     conn,
                     cand,
-                    vectors[0][i] if vectors else None,
-                    vectors[1][i] if vectors else None,
+                    pairs[0][i] if pairs else None,
+                    pairs[1][i] if pairs else None,
                     now,
                 )
                 for i, cand in enumerate(cands)
@@ -650,76 +531,11 @@ class MemoryStore:
         Side effects: rewrites embeddings (all rows, or only missing ones) and the recorded
         model. Idempotent. Returns how many rows were embedded.
         """
-        if self.embedder is None:
-            raise StoreError(
-                f"reembed needs an embedding model; none could be loaded ({self.lexical_reason})"
-            )
-        embedder = self.embedder
-        with self.transaction("reembed prepare") as conn:
-            where = "" if all_rows else " WHERE embedding IS NULL"
-            total = int(conn.execute(sa.text(f"SELECT count(*) FROM memories{where}")).scalar_one())
-            self._ensure_vector_dim(conn, embedder.dim)
-        done = 0
-        after: uuid.UUID | None = None
-        while True:
-            with self.transaction("reembed") as conn:
-                rows = conn.execute(
-                    sql.missing_embeddings(batch_size, after, all_rows=all_rows)
-                ).all()
-                if not rows:
-                    break
-                content_vecs, context_vecs = self._vectors(
-                    embedder, [r.content for r in rows], [r.context for r in rows]
-                )
-                conn.execute(
-                    sql.set_embedding(),
-                    [
-                        {"b_id": r.id, "b_embedding": v, "b_context_embedding": cv}
-                        for r, v, cv in zip(rows, content_vecs, context_vecs, strict=True)
-                    ],
-                )
-            after = rows[-1].id
-            done += len(rows)
-            if progress:
-                progress(done, total)
-        with self.transaction("reembed record") as conn:
-            conn.execute(sql.meta_upsert(META_MODEL, embedder.model_name, overwrite=True))
-            conn.execute(sql.meta_upsert(META_DIM, str(embedder.dim), overwrite=True))
-        return done
+        return vectors.reembed(self, batch_size=batch_size, all_rows=all_rows, progress=progress)
 
     def status(self) -> StoreStatus:
         """Redacted URL, schema revision, embedder mode, counts per tenant and status."""
-        with self.transaction("status") as conn:
-            revision = current_revision(conn)
-            counts: dict[str, dict[str, int]] = {}
-            for tenant, status, n in conn.execute(sql.counts_by_tenant_status()):
-                counts.setdefault(tenant, {})[status] = int(n)
-            missing = int(
-                conn.execute(
-                    sa.text("SELECT count(*) FROM memories WHERE embedding IS NULL")
-                ).scalar_one()
-            )
-            cleanups: dict[str, int] = dict(
-                conn.execute(
-                    sa.text(
-                        "SELECT tenant, count(*) FROM cleanup_tasks WHERE done_at IS NULL "
-                        "GROUP BY tenant ORDER BY tenant"
-                    )
-                ).all()
-            )
-        stored, _ = self.stored_model()
-        return StoreStatus(
-            url=redact_url(self.url),
-            revision=revision,
-            embedder_mode="lexical-only" if self.embedder is None else "hybrid",
-            embed_model=self.embedder.model_name if self.embedder else None,
-            embed_dim=self.embedder.dim if self.embedder else None,
-            stored_model=stored,
-            counts=counts,
-            missing_embeddings=missing,
-            pending_cleanups={k: int(v) for k, v in cleanups.items()},
-            lexical_reason=self.lexical_reason,
-        )
+        return collect_status(self)
 
 
 def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:

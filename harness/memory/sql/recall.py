@@ -1,11 +1,7 @@
-"""Every SQL statement of the MemoryStore, as builders that compile without executing.
-
-Tenant is the first filter of every statement that reads or changes memories.
-"""
+"""Statements of recall: the readable set, relevance ranking, the pool probe."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -13,366 +9,61 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     DateTime,
-    Delete,
-    Insert,
     Integer,
     Select,
     String,
     Text,
     TextClause,
-    Update,
     and_,
     bindparam,
-    delete,
     func,
-    insert,
     literal,
     literal_column,
     or_,
     select,
     text,
     union_all,
-    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from harness.memory.schema import approvals, ingest_requests, memories, runs, store_meta
+from harness.memory.schema import memories
+from harness.memory.sql.columns import MEMORY_COLUMNS, m
 from harness.memory.types import Kind, Scope, Status
 
 __all__ = [
+    "ALWAYS_KINDS",
+    "CONTEXT_PENALTY",
+    "NARROW",
+    "RANKED_KINDS",
     "STOPWORDS",
-    "active_for_key",
-    "active_with_fingerprint",
-    "approval_audit",
-    "by_id",
-    "counts_by_tenant_status",
-    "delete_by_id",
-    "delete_runs_of_workflow",
-    "delete_scope",
-    "finish_run",
-    "history",
     "hnsw_settings",
-    "idempotency_record",
-    "insert_approval",
-    "insert_idempotency_record",
-    "insert_memory",
-    "insert_run",
-    "lock_idempotency",
-    "lock_key",
-    "meta_get",
-    "meta_upsert",
-    "missing_embeddings",
-    "pending",
     "pool_probe",
-    "purge_expired",
     "readable_filter",
     "readable_params",
     "recall_rows",
     "relevance_scores",
-    "runs_of",
-    "set_embedding",
-    "set_status",
-    "supersede",
-    "tenants_with_expired",
-    "unlink",
-    "unlock_idempotency",
 ]
 
-m = memories.c
-
-#: Every column a Memory needs, without the vectors and tsvector (never parsed back).
-MEMORY_COLUMNS: tuple[Any, ...] = (
-    *(c for c in memories.c if c.name not in ("embedding", "context_embedding", "tsv")),
-    m.embedding.is_not(None).label("has_vector"),
-)
-
-# Words too common to carry meaning in a question ('simple' config keeps every word).
-STOPWORDS: tuple[str, ...] = tuple(
-    sorted(
-        set(
-            [
-                "a",
-                "an",
-                "and",
-                "are",
-                "as",
-                "at",
-                "be",
-                "been",
-                "being",
-                "but",
-                "by",
-                "can",
-                "could",
-                "did",
-                "do",
-                "does",
-                "doing",
-                "done",
-                "for",
-                "from",
-                "had",
-                "has",
-                "have",
-                "having",
-                "he",
-                "her",
-                "hers",
-                "him",
-                "his",
-                "how",
-                "i",
-                "if",
-                "in",
-                "into",
-                "is",
-                "it",
-                "its",
-                "itself",
-                "just",
-                "me",
-                "more",
-                "most",
-                "my",
-                "no",
-                "nor",
-                "not",
-                "of",
-                "off",
-                "on",
-                "once",
-                "only",
-                "or",
-                "other",
-                "our",
-                "ours",
-                "out",
-                "over",
-                "own",
-                "same",
-                "she",
-                "should",
-                "so",
-                "some",
-                "such",
-                "than",
-                "that",
-                "the",
-                "their",
-                "theirs",
-                "them",
-                "then",
-                "there",
-                "these",
-                "they",
-                "this",
-                "those",
-                "through",
-                "to",
-                "too",
-                "under",
-                "until",
-                "up",
-                "very",
-                "was",
-                "we",
-                "were",
-                "what",
-                "when",
-                "where",
-                "which",
-                "while",
-                "who",
-                "whom",
-                "why",
-                "will",
-                "with",
-                "would",
-                "you",
-                "your",
-                "yours",
-                "yourself",
-                "last",
-                "time",
-                "tell",
-                "about",
-                "again",
-                "also",
-                "any",
-                "all",
-                "each",
-                "few",
-                "let",
-                "lets",
-                "get",
-                "got",
-                "ever",
-                "please",
-                "us",
-                "did",
-                "say",
-                "said",
-                "remember",
-                "recall",
-                "know",
-            ]
-        )
-    )
-)
-
-
-def lock_key(tenant: str, scope: Scope, scope_id: str, key: str) -> TextClause:
-    """Serialise writers of one (tenant, scope, scope_id, key) until the transaction ends."""
-    return text("SELECT pg_advisory_xact_lock(hashtextextended(:lk, 0))").bindparams(
-        lk=f"{tenant}\x1f{scope.value}\x1f{scope_id}\x1f{key}"
-    )
-
-
-def _scope_is(tenant: str, scope: Scope, scope_id: str) -> ColumnElement[bool]:
-    return and_(m.tenant == tenant, m.scope == scope.value, m.scope_id == scope_id)
-
-
-def active_for_key(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
-    return (
-        select(*MEMORY_COLUMNS)
-        .where(
-            _scope_is(tenant, scope, scope_id), m.memory_key == key, m.status == Status.ACTIVE.value
-        )
-        .with_for_update()
-    )
-
-
-def active_with_fingerprint(
-    tenant: str, scope: Scope, scope_id: str, kind: Kind, fingerprint: str
-) -> Select[Any]:
-    return (
-        select(*MEMORY_COLUMNS)
-        .where(
-            _scope_is(tenant, scope, scope_id),
-            m.fingerprint == fingerprint,
-            m.kind == kind.value,
-            m.memory_key.is_(None),
-            m.status.in_([Status.ACTIVE.value, Status.PENDING_APPROVAL.value]),
-        )
-        .limit(1)
-    )
-
-
-def insert_memory(row: dict[str, Any]) -> Insert:
-    return insert(memories).values(**row).returning(*MEMORY_COLUMNS)
-
-
-def supersede(tenant: str, old_id: uuid.UUID, new_id: uuid.UUID) -> Update:
-    return (
-        update(memories)
-        .where(m.tenant == tenant, m.id == old_id)
-        .values(status=Status.SUPERSEDED.value, superseded_by=new_id)
-    )
-
-
-def by_id(memory_id: uuid.UUID, *, for_update: bool = False) -> Select[Any]:
-    stmt = select(*MEMORY_COLUMNS).where(m.id == memory_id)
-    return stmt.with_for_update() if for_update else stmt
-
-
-def history(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
-    return (
-        select(*MEMORY_COLUMNS)
-        .where(_scope_is(tenant, scope, scope_id), m.memory_key == key)
-        .order_by(m.created_at, m.id)
-    )
-
-
-def pending(tenant: str) -> Select[Any]:
-    return (
-        select(*MEMORY_COLUMNS)
-        .where(m.tenant == tenant, m.status == Status.PENDING_APPROVAL.value)
-        .order_by(m.created_at, m.id)
-    )
-
-
-def set_status(tenant: str, memory_id: uuid.UUID, values: dict[str, Any]) -> Update:
-    return update(memories).where(m.tenant == tenant, m.id == memory_id).values(**values)
-
-
-def insert_approval(row: dict[str, Any]) -> Insert:
-    return insert(approvals).values(**row)
-
-
-def approval_audit(tenant: str) -> Select[Any]:
-    a = approvals.c
-    return select(approvals).where(a.tenant == tenant).order_by(a.decided_at, a.id)
-
-
-def delete_by_id(tenant: str, memory_id: uuid.UUID) -> Delete:
-    return delete(memories).where(m.tenant == tenant, m.id == memory_id)
-
-
-def unlink(tenant: str, memory_id: uuid.UUID) -> list[Update]:
-    """Clear supersession links that point at a memory about to be forgotten."""
-    return [
-        update(memories)
-        .where(m.tenant == tenant, m.supersedes == memory_id)
-        .values(supersedes=None),
-        update(memories)
-        .where(m.tenant == tenant, m.superseded_by == memory_id)
-        .values(superseded_by=None),
-    ]
-
-
-def delete_scope(tenant: str, scope: Scope, scope_id: str) -> Delete:
-    return delete(memories).where(_scope_is(tenant, scope, scope_id))
-
-
-def tenants_with_expired(now: datetime) -> Select[Any]:
-    return select(m.tenant).where(m.expires_at <= now).distinct()
-
-
-def purge_expired(tenant: str, now: datetime) -> Delete:
-    return delete(memories).where(m.tenant == tenant, m.expires_at <= now)
-
-
-def counts_by_tenant_status() -> Select[Any]:
-    return (
-        select(m.tenant, m.status, func.count().label("n"))
-        .group_by(m.tenant, m.status)
-        .order_by(m.tenant, m.status)
-    )
-
-
-def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -> Select[Any]:
-    stmt = select(m.id, m.content, m.context).order_by(m.id).limit(batch)
-    if not all_rows:
-        stmt = stmt.where(m.embedding.is_(None))
-    if after is not None:
-        stmt = stmt.where(m.id > after)
-    return stmt
-
-
-def set_embedding() -> Update:
-    return (
-        update(memories).where(m.id == bindparam("b_id")).values(embedding=bindparam("b_embedding"))
-    )
-
-
-def meta_get() -> Select[Any]:
-    return select(store_meta.c.name, store_meta.c.value)
-
-
-def meta_upsert(name: str, value: str, *, overwrite: bool) -> Insert:
-    stmt = pg_insert(store_meta).values(name=name, value=value)
-    if overwrite:
-        return stmt.on_conflict_do_update(index_elements=["name"], set_={"value": value})
-    return stmt.on_conflict_do_nothing(index_elements=["name"])
-
+# Words too common to carry meaning in a question (the 'simple' configuration keeps every
+# word, and the English one misses question words like "last" or "tell").
+STOPWORDS: tuple[str, ...] = (
+    "a", "an", "and", "are", "as", "at", "be", "been", "being", "but", "by", "can", "could",
+    "did", "do", "does", "doing", "done", "for", "from", "had", "has", "have", "having", "he",
+    "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
+    "just", "me", "more", "most", "my", "no", "nor", "not", "of", "off", "on", "once", "only",
+    "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some",
+    "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they",
+    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we",
+    "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "would", "you", "your", "yours", "yourself", "last", "time", "tell", "about", "again",
+    "also", "any", "all", "each", "few", "let", "lets", "get", "got", "ever", "please", "us",
+    "did", "say", "said", "remember", "recall", "know",
+)  # fmt: skip
 
 #: Added to a context vector's cosine distance: a match through the task that taught a lesson
 #: (or a neighbouring turn) counts, but a little less than a match through the content itself.
 #: Measured on LoCoMo: without it the context vectors cost dense retrieval 0.06 any@10.
 CONTEXT_PENALTY = 0.1
-
-# --- recall -----------------------------------------------------------------------------------
 
 NARROW = (Scope.SESSION.value, Scope.WORKFLOW.value)
 ALWAYS_KINDS = (Kind.CONSTRAINT.value, Kind.PREFERENCE.value)
@@ -708,50 +399,3 @@ def hnsw_settings(ef_search: int) -> list[TextClause]:
         text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"),
         text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"),
     ]
-
-
-# --- ingest idempotency ------------------------------------------------------------------------
-
-
-def lock_idempotency(tenant: str, key: str) -> TextClause:
-    """Session-level lock serialising requests that share an idempotency key."""
-    return text("SELECT pg_advisory_lock(hashtextextended(:k, 1))").bindparams(
-        k=f"{tenant}\x1f{key}"
-    )
-
-
-def unlock_idempotency(tenant: str, key: str) -> TextClause:
-    return text("SELECT pg_advisory_unlock(hashtextextended(:k, 1))").bindparams(
-        k=f"{tenant}\x1f{key}"
-    )
-
-
-def idempotency_record(tenant: str, key: str) -> Select[Any]:
-    r = ingest_requests.c
-    return select(ingest_requests).where(r.tenant == tenant, r.idempotency_key == key)
-
-
-def insert_idempotency_record(row: dict[str, Any]) -> Insert:
-    return insert(ingest_requests).values(**row)
-
-
-# --- run records ------------------------------------------------------------------------------
-
-
-def insert_run(row: dict[str, Any]) -> Insert:
-    return insert(runs).values(**row)
-
-
-def finish_run(tenant: str, run_id: str, values: dict[str, Any]) -> Update:
-    return update(runs).where(runs.c.tenant == tenant, runs.c.id == run_id).values(**values)
-
-
-def runs_of(tenant: str, workflow_id: str | None = None) -> Select[Any]:
-    stmt = select(runs).where(runs.c.tenant == tenant)
-    if workflow_id is not None:
-        stmt = stmt.where(runs.c.workflow_id == workflow_id)
-    return stmt.order_by(runs.c.started_at, runs.c.id)
-
-
-def delete_runs_of_workflow(tenant: str, workflow_id: str) -> Delete:
-    return delete(runs).where(runs.c.tenant == tenant, runs.c.workflow_id == workflow_id)

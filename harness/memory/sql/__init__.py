@@ -1,0 +1,18 @@
+"""Every SQL statement of the MemoryStore, as builders that compile without executing.
+
+Tenant is the first filter of every statement that reads or changes memories. One package,
+three modules: the write path and reads (``memories``), recall (``recall``), and run and
+ingest records (``records``).
+"""
+
+from __future__ import annotations
+
+from harness.memory.sql.columns import MEMORY_COLUMNS
+from harness.memory.sql.memories import *  # noqa: F403
+from harness.memory.sql.memories import __all__ as _memories_all
+from harness.memory.sql.recall import *  # noqa: F403
+from harness.memory.sql.recall import __all__ as _recall_all
+from harness.memory.sql.records import *  # noqa: F403
+from harness.memory.sql.records import __all__ as _records_all
+
+__all__ = ["MEMORY_COLUMNS", *_memories_all, *_recall_all, *_records_all]

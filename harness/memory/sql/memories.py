@@ -1,0 +1,243 @@
+"""Statements of the write path, reads, approvals, deletion and store metadata."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Delete,
+    Insert,
+    Select,
+    TextClause,
+    Update,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from harness.memory.schema import approvals, cleanup_tasks, memories, store_meta
+from harness.memory.sql.columns import MEMORY_COLUMNS, m
+from harness.memory.types import Kind, Scope, Status
+
+__all__ = [
+    "active_for_key",
+    "active_with_fingerprint",
+    "approval_audit",
+    "by_id",
+    "count_memories",
+    "counts_by_tenant_status",
+    "delete_by_id",
+    "delete_scope",
+    "history",
+    "insert_approval",
+    "insert_memory",
+    "lock_key",
+    "meta_get",
+    "meta_upsert",
+    "missing_embeddings",
+    "open_cleanups_by_tenant",
+    "pending",
+    "purge_expired",
+    "retype_vectors",
+    "set_embedding",
+    "set_status",
+    "supersede",
+    "tenants_with_expired",
+    "unlink",
+    "vector_column_type",
+]
+
+
+def lock_key(tenant: str, scope: Scope, scope_id: str, key: str) -> TextClause:
+    """Serialise writers of one (tenant, scope, scope_id, key) until the transaction ends."""
+    return text("SELECT pg_advisory_xact_lock(hashtextextended(:lk, 0))").bindparams(
+        lk=f"{tenant}\x1f{scope.value}\x1f{scope_id}\x1f{key}"
+    )
+
+
+def _scope_is(tenant: str, scope: Scope, scope_id: str) -> ColumnElement[bool]:
+    return and_(m.tenant == tenant, m.scope == scope.value, m.scope_id == scope_id)
+
+
+def active_for_key(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
+    return (
+        select(*MEMORY_COLUMNS)
+        .where(
+            _scope_is(tenant, scope, scope_id), m.memory_key == key, m.status == Status.ACTIVE.value
+        )
+        .with_for_update()
+    )
+
+
+def active_with_fingerprint(
+    tenant: str, scope: Scope, scope_id: str, kind: Kind, fingerprint: str
+) -> Select[Any]:
+    return (
+        select(*MEMORY_COLUMNS)
+        .where(
+            _scope_is(tenant, scope, scope_id),
+            m.fingerprint == fingerprint,
+            m.kind == kind.value,
+            m.memory_key.is_(None),
+            m.status.in_([Status.ACTIVE.value, Status.PENDING_APPROVAL.value]),
+        )
+        .limit(1)
+    )
+
+
+def insert_memory(row: dict[str, Any]) -> Insert:
+    return insert(memories).values(**row).returning(*MEMORY_COLUMNS)
+
+
+def supersede(tenant: str, old_id: uuid.UUID, new_id: uuid.UUID) -> Update:
+    return (
+        update(memories)
+        .where(m.tenant == tenant, m.id == old_id)
+        .values(status=Status.SUPERSEDED.value, superseded_by=new_id)
+    )
+
+
+def by_id(memory_id: uuid.UUID, *, for_update: bool = False) -> Select[Any]:
+    stmt = select(*MEMORY_COLUMNS).where(m.id == memory_id)
+    return stmt.with_for_update() if for_update else stmt
+
+
+def history(tenant: str, scope: Scope, scope_id: str, key: str) -> Select[Any]:
+    return (
+        select(*MEMORY_COLUMNS)
+        .where(_scope_is(tenant, scope, scope_id), m.memory_key == key)
+        .order_by(m.created_at, m.id)
+    )
+
+
+def pending(tenant: str) -> Select[Any]:
+    return (
+        select(*MEMORY_COLUMNS)
+        .where(m.tenant == tenant, m.status == Status.PENDING_APPROVAL.value)
+        .order_by(m.created_at, m.id)
+    )
+
+
+def set_status(tenant: str, memory_id: uuid.UUID, values: dict[str, Any]) -> Update:
+    return update(memories).where(m.tenant == tenant, m.id == memory_id).values(**values)
+
+
+def insert_approval(row: dict[str, Any]) -> Insert:
+    return insert(approvals).values(**row)
+
+
+def approval_audit(tenant: str) -> Select[Any]:
+    a = approvals.c
+    return select(approvals).where(a.tenant == tenant).order_by(a.decided_at, a.id)
+
+
+def delete_by_id(tenant: str, memory_id: uuid.UUID) -> Delete:
+    return delete(memories).where(m.tenant == tenant, m.id == memory_id)
+
+
+def unlink(tenant: str, memory_id: uuid.UUID) -> list[Update]:
+    """Clear supersession links that point at a memory about to be forgotten."""
+    return [
+        update(memories)
+        .where(m.tenant == tenant, m.supersedes == memory_id)
+        .values(supersedes=None),
+        update(memories)
+        .where(m.tenant == tenant, m.superseded_by == memory_id)
+        .values(superseded_by=None),
+    ]
+
+
+def delete_scope(tenant: str, scope: Scope, scope_id: str) -> Delete:
+    return delete(memories).where(_scope_is(tenant, scope, scope_id))
+
+
+def tenants_with_expired(now: datetime) -> Select[Any]:
+    return select(m.tenant).where(m.expires_at <= now).distinct()
+
+
+def purge_expired(tenant: str, now: datetime) -> Delete:
+    return delete(memories).where(m.tenant == tenant, m.expires_at <= now)
+
+
+def counts_by_tenant_status() -> Select[Any]:
+    return (
+        select(m.tenant, m.status, func.count().label("n"))
+        .group_by(m.tenant, m.status)
+        .order_by(m.tenant, m.status)
+    )
+
+
+def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -> Select[Any]:
+    stmt = select(m.id, m.content, m.context).order_by(m.id).limit(batch)
+    if not all_rows:
+        stmt = stmt.where(m.embedding.is_(None))
+    if after is not None:
+        stmt = stmt.where(m.id > after)
+    return stmt
+
+
+def set_embedding() -> Update:
+    return (
+        update(memories).where(m.id == bindparam("b_id")).values(embedding=bindparam("b_embedding"))
+    )
+
+
+def meta_get() -> Select[Any]:
+    return select(store_meta.c.name, store_meta.c.value)
+
+
+def meta_upsert(name: str, value: str, *, overwrite: bool) -> Insert:
+    stmt = pg_insert(store_meta).values(name=name, value=value)
+    if overwrite:
+        return stmt.on_conflict_do_update(index_elements=["name"], set_={"value": value})
+    return stmt.on_conflict_do_nothing(index_elements=["name"])
+
+
+# --- vectors and status -------------------------------------------------------------------------
+
+
+def vector_column_type() -> TextClause:
+    """The declared type of the embedding column, e.g. ``vector(384)``."""
+    return text(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
+    )
+
+
+def retype_vectors(dim: int) -> list[TextClause]:
+    """Statements that clear every vector and re-declare both columns at ``dim``."""
+    size = int(dim)
+    return [
+        text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"),
+        text("UPDATE memories SET embedding = NULL, context_embedding = NULL"),
+        text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({size})"),
+        text(f"ALTER TABLE memories ALTER COLUMN context_embedding TYPE vector({size})"),
+        text(
+            "CREATE INDEX ix_memories_embedding_hnsw ON memories "
+            "USING hnsw (embedding vector_cosine_ops)"
+        ),
+    ]
+
+
+def count_memories(*, missing_vector_only: bool) -> Select[Any]:
+    stmt = select(func.count()).select_from(memories)
+    return stmt.where(m.embedding.is_(None)) if missing_vector_only else stmt
+
+
+def open_cleanups_by_tenant() -> Select[Any]:
+    c = cleanup_tasks.c
+    return (
+        select(c.tenant, func.count())
+        .where(c.done_at.is_(None))
+        .group_by(c.tenant)
+        .order_by(c.tenant)
+    )

@@ -1,0 +1,57 @@
+"""What ``harness-memory status`` reports about a store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness.memory import sql
+from harness.memory.db import redact_url
+from harness.memory.migrate import current_revision
+from harness.memory.vectors import stored_model
+
+if TYPE_CHECKING:
+    from harness.memory.store import MemoryStore
+
+__all__ = ["StoreStatus", "collect_status"]
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    """Redacted URL, schema revision, embedder mode, counts per tenant and status."""
+
+    url: str
+    revision: str | None
+    embedder_mode: str
+    embed_model: str | None
+    embed_dim: int | None
+    stored_model: str | None
+    counts: dict[str, dict[str, int]]
+    missing_embeddings: int
+    pending_cleanups: dict[str, int]
+    lexical_reason: str | None = None
+
+
+def collect_status(store: MemoryStore) -> StoreStatus:
+    """Read-only; one transaction."""
+    with store.transaction("status") as conn:
+        revision = current_revision(conn)
+        counts: dict[str, dict[str, int]] = {}
+        for tenant, status, n in conn.execute(sql.counts_by_tenant_status()):
+            counts.setdefault(tenant, {})[status] = int(n)
+        missing = int(conn.execute(sql.count_memories(missing_vector_only=True)).scalar_one())
+        cleanups = {t: int(n) for t, n in conn.execute(sql.open_cleanups_by_tenant())}
+        stored, _ = stored_model(conn)
+    embedder = store.embedder
+    return StoreStatus(
+        url=redact_url(store.url),
+        revision=revision,
+        embedder_mode="lexical-only" if embedder is None else "hybrid",
+        embed_model=embedder.model_name if embedder else None,
+        embed_dim=embedder.dim if embedder else None,
+        stored_model=stored,
+        counts=counts,
+        missing_embeddings=missing,
+        pending_cleanups=cleanups,
+        lexical_reason=store.lexical_reason,
+    )
