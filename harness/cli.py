@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -13,6 +15,7 @@ from rich.table import Table
 
 from harness.errors import HarnessError, InvalidInput
 from harness.memory.store import MemoryStore
+from product_adapter import ProductAdapter
 
 __all__ = ["app"]
 
@@ -62,8 +65,6 @@ def init(url: UrlOption = None) -> None:
 @app.command()
 def status(url: UrlOption = None) -> None:
     """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
-    from product_adapter import ProductAdapter
-
     with _connect(url, check_model=False) as store:
         st = store.status()
         spooled = ProductAdapter(store).spooled_by_tenant()
@@ -138,20 +139,23 @@ admin = typer.Typer(help="Admin decisions on platform memories.", no_args_is_hel
 app.add_typer(admin, name="admin")
 
 
-def _adapter(url: str | None) -> Any:
-    from product_adapter import ProductAdapter
-
-    return ProductAdapter(_connect(url, check_model=False))
+@contextlib.contextmanager
+def _adapter(url: str | None) -> Iterator[ProductAdapter]:
+    """The product adapter over a fresh store; typed errors become exit code 2."""
+    store = _connect(url, check_model=False)
+    try:
+        yield ProductAdapter(store)
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    finally:
+        store.close()
 
 
 @admin.command("pending")
 def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
     """List memories waiting for approval."""
-    adapter = _adapter(url)
-    try:
+    with _adapter(url) as adapter:
         items = adapter.pending_approvals(tenant)
-    finally:
-        adapter.store.close()
     if not items:
         console.print(f"nothing pending for tenant {tenant}")
     for m in items:
@@ -169,13 +173,8 @@ def admin_approve(
     url: UrlOption = None,
 ) -> None:
     """Approve a pending memory (audited)."""
-    adapter = _adapter(url)
-    try:
+    with _adapter(url) as adapter:
         m = adapter.approve(memory_id, by)
-    except HarnessError as exc:
-        raise _fail(exc) from exc
-    finally:
-        adapter.store.close()
     console.print(f"approved {m.id} ({m.status.value})")
 
 
@@ -187,24 +186,16 @@ def admin_reject(
     url: UrlOption = None,
 ) -> None:
     """Reject a pending memory with a reason (audited)."""
-    adapter = _adapter(url)
-    try:
+    with _adapter(url) as adapter:
         m = adapter.reject(memory_id, by, reason)
-    except HarnessError as exc:
-        raise _fail(exc) from exc
-    finally:
-        adapter.store.close()
     console.print(f"rejected {m.id}")
 
 
 @admin.command("audit")
 def admin_audit(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
     """Every approval decision of a tenant: who, when, what, why."""
-    adapter = _adapter(url)
-    try:
+    with _adapter(url) as adapter:
         rows = adapter.audit(tenant)
-    finally:
-        adapter.store.close()
     if not rows:
         console.print(f"no decisions recorded for tenant {tenant}")
     for r in rows:
@@ -219,13 +210,8 @@ def admin_audit(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption
 @app.command()
 def reconcile(url: UrlOption = None) -> None:
     """Finish queued cleanups (spooled or in the database). Safe to run concurrently."""
-    adapter = _adapter(url)
-    try:
+    with _adapter(url) as adapter:
         n = adapter.reconcile()
-    except HarnessError as exc:
-        raise _fail(exc) from exc
-    finally:
-        adapter.store.close()
     console.print(f"finished {n} cleanups")
 
 

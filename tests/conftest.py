@@ -114,6 +114,17 @@ def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
 
+#: A PostgreSQL URL nothing listens on: a real connection failure, fast.
+UNREACHABLE_URL = "postgresql+psycopg://postgres@127.0.0.1:9/harness"
+
+
+def unreachable_store() -> MemoryStore:
+    """A store whose database cannot be reached (no migration, no model check)."""
+    return MemoryStore.connect(
+        UNREACHABLE_URL, embedder=HashEmbedder(), migrate=False, check_model=False
+    )
+
+
 def make_store(
     db_url: str, embedder: Embedder | None, clock: FixedClock | None = None, **settings: object
 ) -> MemoryStore:

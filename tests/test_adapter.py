@@ -15,9 +15,7 @@ from harness.errors import ConflictingState, MemoryNotFound, StoreUnavailable
 from harness.memory import MemoryCandidate, MemoryStore, Status
 from product_adapter import ProductAdapter
 
-from .conftest import HashEmbedder, make_store
-
-CLOSED_PORT_URL = "postgresql+psycopg://postgres@127.0.0.1:9/harness"
+from .conftest import HashEmbedder, make_store, unreachable_store
 
 
 def mem(tenant: str, scope: str, scope_id: str | None, content: str) -> MemoryCandidate:
@@ -36,12 +34,6 @@ def count(store: MemoryStore, tenant: str, scope: str, scope_id: str) -> int:
                 {"t": tenant, "s": scope, "i": scope_id},
             ).scalar_one()
         )
-
-
-def broken_store(tmp_path: Path) -> MemoryStore:
-    return MemoryStore.connect(
-        CLOSED_PORT_URL, embedder=HashEmbedder(), migrate=False, check_model=False
-    )
 
 
 def test_workflow_deleted_removes_memories_and_runs(
@@ -80,7 +72,7 @@ def test_closed_port_queues_durably_and_reconcile_finishes(
 ) -> None:
     spool = tmp_path / "spool.jsonl"
     store.write_many([mem(tenant, "workflow", "wf-9", f"fact {i}") for i in range(2)])
-    down = broken_store(tmp_path)
+    down = unreachable_store()
     try:
         adapter = ProductAdapter(down, spool)
         assert adapter.workflow_deleted(tenant, "wf-9") is False  # returned normally
@@ -159,7 +151,7 @@ def test_concurrent_reconcile_completes_each_cleanup_once(
     store: MemoryStore, tenant: str, tmp_path: Path
 ) -> None:
     spool = tmp_path / "spool.jsonl"
-    down = broken_store(tmp_path)
+    down = unreachable_store()
     try:
         adapter = ProductAdapter(down, spool)
         for i in range(30):

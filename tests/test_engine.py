@@ -20,7 +20,7 @@ from harness.lessons import is_concrete_feedback, lesson_key
 from harness.memory import Kind, MemoryStore, Scope, Status
 from harness.recallset import RecallSet
 
-from .conftest import HashEmbedder
+from .conftest import unreachable_store
 
 FEEDBACK = "The summary must start with a three-line TL;DR and name every incident id."
 
@@ -136,12 +136,7 @@ def test_generic_feedback_teaches_nothing(store: MemoryStore, tenant: str) -> No
 
 
 def test_store_outage_does_not_fail_the_run(caplog: pytest.LogCaptureFixture, tenant: str) -> None:
-    down = MemoryStore.connect(
-        "postgresql://postgres@127.0.0.1:9/x",
-        embedder=HashEmbedder(),
-        migrate=False,
-        check_model=False,
-    )
+    down = unreachable_store()
     verdicts = iter([Verdict(accepted=False, feedback=FEEDBACK), Verdict(accepted=True)])
     with caplog.at_level(logging.WARNING):
         out = Engine(model=Script(), judge=lambda i, o: next(verdicts), store=down).run(

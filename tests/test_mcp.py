@@ -32,7 +32,7 @@ from harness.mcp_server import (
 )
 from harness.memory import MemoryCandidate, MemoryStore
 
-from .conftest import HashEmbedder
+from .conftest import unreachable_store
 
 INGEST_KEY = "ingest-key-0123456789abcdef"
 
@@ -138,12 +138,7 @@ def test_output_cap_keeps_whole_items(store: MemoryStore, tenant: str) -> None:
 
 
 def test_store_failure_and_timeout_answer_unavailable(store: MemoryStore, tenant: str) -> None:
-    down = MemoryStore.connect(
-        "postgresql://postgres@127.0.0.1:9/x",
-        embedder=HashEmbedder(),
-        migrate=False,
-        check_model=False,
-    )
+    down = unreachable_store()
     try:
         server = build_server(down, identity=Identity(tenant, "alice"))
         assert call(server, "recall_memories", {"query": "anything"}) == UNAVAILABLE

@@ -14,7 +14,7 @@ from harness.clock import FixedClock
 from harness.errors import StoreUnavailable
 from harness.memory import Kind, MemoryCandidate, MemoryStore, RecallRequest, Scope
 
-from .conftest import HashEmbedder, make_store
+from .conftest import HashEmbedder, make_store, unreachable_store
 
 TOPIC = "deploy checklist for the payment service rollout"
 
@@ -221,12 +221,7 @@ def test_expired_pending_rejected_superseded_are_never_recalled(
 
 
 def test_database_outage_gives_empty_incomplete_result(caplog: pytest.LogCaptureFixture) -> None:
-    down = MemoryStore.connect(
-        "postgresql://postgres@127.0.0.1:9/x",
-        embedder=HashEmbedder(),
-        migrate=False,
-        check_model=False,
-    )
+    down = unreachable_store()
     try:
         req = RecallRequest(tenant="acme", user_id="alice", query="anything")
         with caplog.at_level(logging.WARNING):
