@@ -47,30 +47,47 @@ def turns_of(sample: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def run(neighbours: bool = True, limit_conversations: int | None = None,
-        modes: tuple[str, ...] = ("hybrid", "vector", "lexical")) -> dict[str, Any]:
+def run(
+    neighbours: bool = True,
+    limit_conversations: int | None = None,
+    modes: tuple[str, ...] = ("hybrid", "vector", "lexical"),
+) -> dict[str, Any]:
     data = load()[:limit_conversations]
     emb = CachedEmbedder.load()
     all_turns = {s["sample_id"]: turns_of(s) for s in data}
     texts = [t for turns in all_turns.values() for _, t, _ in turns]
     emb.warm(texts, "locomo-turns")
-    questions = [q for s in data for q in s["qa"] if q["category"] in (1, 2, 3, 4) and q["evidence"]]
+    questions = [
+        q for s in data for q in s["qa"] if q["category"] in (1, 2, 3, 4) and q["evidence"]
+    ]
     emb.warm([q["question"] for q in questions], "locomo-questions")
     store = fresh_store(emb, "bench_locomo")
     try:
         dia_of: dict[Any, tuple[str, str]] = {}
         for sample_id, turns in all_turns.items():
-            written = store.write_many([
-                MemoryCandidate(tenant=TENANT, scope="user", scope_id=sample_id, kind="fact",
-                                content=text, context=(prev or None) if neighbours else None)
-                for _, text, prev in turns
-            ])
+            written = store.write_many(
+                [
+                    MemoryCandidate(
+                        tenant=TENANT,
+                        scope="user",
+                        scope_id=sample_id,
+                        kind="fact",
+                        content=text,
+                        context=(prev or None) if neighbours else None,
+                    )
+                    for _, text, prev in turns
+                ]
+            )
             for m, (dia, _, _) in zip(written, turns, strict=True):
                 dia_of[m.id] = (sample_id, dia)
         result: dict[str, Any] = {"questions": 0, "neighbours": neighbours}
         for mode in modes:
-            store.retriever.ranking = RankingConfig(top_n=max(KS), mode=mode,  # type: ignore[arg-type]
-                                                    use_floor=False, depth=100)
+            store.retriever.ranking = RankingConfig(
+                top_n=max(KS),
+                mode=mode,  # type: ignore[arg-type]
+                use_floor=False,
+                depth=100,
+            )
             hits = {f"any@{k}": 0 for k in KS} | {"all@10": 0}
             n = 0
             for sample in data:
@@ -78,11 +95,19 @@ def run(neighbours: bool = True, limit_conversations: int | None = None,
                     if q["category"] not in (1, 2, 3, 4) or not q["evidence"]:
                         continue
                     n += 1
-                    r = store.recall(RecallRequest(
-                        tenant=TENANT, user_id=sample["sample_id"], query=q["question"],
-                        budget_chars=1_000_000, max_items=max(KS), max_item_chars=100_000))
-                    ranked = [dia_of[i.memory.id][1] for i in
-                              sorted(r.items, key=lambda i: -i.relevance)]
+                    r = store.recall(
+                        RecallRequest(
+                            tenant=TENANT,
+                            user_id=sample["sample_id"],
+                            query=q["question"],
+                            budget_chars=1_000_000,
+                            max_items=max(KS),
+                            max_item_chars=100_000,
+                        )
+                    )
+                    ranked = [
+                        dia_of[i.memory.id][1] for i in sorted(r.items, key=lambda i: -i.relevance)
+                    ]
                     evidence = set(q["evidence"])
                     for k in KS:
                         hits[f"any@{k}"] += bool(evidence & set(ranked[:k]))

@@ -20,17 +20,32 @@ MODES = ("hybrid", "vector", "lexical")
 def load_user(store: MemoryStore, ds: Dataset, user: str = USER) -> list[Any]:
     ids: list[Any] = []
     for i in range(0, len(ds.facts), 2000):
-        ids += [m.id for m in store.write_many([
-            MemoryCandidate(tenant=TENANT, scope="user", scope_id=user, kind="fact", content=f)
-            for f in ds.facts[i: i + 2000]])]
+        ids += [
+            m.id
+            for m in store.write_many(
+                [
+                    MemoryCandidate(
+                        tenant=TENANT, scope="user", scope_id=user, kind="fact", content=f
+                    )
+                    for f in ds.facts[i : i + 2000]
+                ]
+            )
+        ]
     return ids
 
 
 def load_others(store: MemoryStore, facts: list[str], users: int = 50) -> None:
     batch: list[MemoryCandidate] = []
     for n, fact in enumerate(facts):
-        batch.append(MemoryCandidate(tenant=TENANT, scope="user", scope_id=f"other-{n % users}",
-                                     kind="fact", content=fact))
+        batch.append(
+            MemoryCandidate(
+                tenant=TENANT,
+                scope="user",
+                scope_id=f"other-{n % users}",
+                kind="fact",
+                content=fact,
+            )
+        )
         if len(batch) == 2000:
             store.write_many(batch)
             batch = []
@@ -46,10 +61,16 @@ def evaluate(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, float
     rr = 0.0
     false_abstain = 0
     for q in ds.questions:
-        r = store.recall(RecallRequest(tenant=TENANT, user_id=USER, query=q.text,
-                                       budget_chars=20_000, max_items=20))
-        got = [i.memory.id for i in sorted(r.items, key=lambda i: -i.relevance)
-               if i.memory.kind is Kind.FACT]
+        r = store.recall(
+            RecallRequest(
+                tenant=TENANT, user_id=USER, query=q.text, budget_chars=20_000, max_items=20
+            )
+        )
+        got = [
+            i.memory.id
+            for i in sorted(r.items, key=lambda i: -i.relevance)
+            if i.memory.kind is Kind.FACT
+        ]
         target = ids[q.answer]  # type: ignore[index]
         h3 += target in got[:3]
         h8 += target in got[:8]
@@ -60,13 +81,18 @@ def evaluate(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, float
         r = store.recall(RecallRequest(tenant=TENANT, user_id=USER, query=q.text))
         abstain += not any(i.memory.kind is Kind.FACT for i in r.items)
     n = len(ds.questions)
-    return {"hit@3": round(h3 / n, 3), "hit@8": round(h8 / n, 3), "mrr@8": round(rr / n, 3),
-            "false_abstain": round(false_abstain / n, 3),
-            "negative_abstain": round(abstain / max(len(ds.negatives), 1), 3)}
+    return {
+        "hit@3": round(h3 / n, 3),
+        "hit@8": round(h8 / n, 3),
+        "mrr@8": round(rr / n, 3),
+        "false_abstain": round(false_abstain / n, 3),
+        "negative_abstain": round(abstain / max(len(ds.negatives), 1), 3),
+    }
 
 
-def run(sizes: list[int], others: list[int], n_questions: int = 100,
-        n_negatives: int = 40) -> dict[str, Any]:
+def run(
+    sizes: list[int], others: list[int], n_questions: int = 100, n_negatives: int = 40
+) -> dict[str, Any]:
     emb = CachedEmbedder.load()
     result: dict[str, Any] = {"sizes": {}, "filtered": {}}
     for n in sizes:

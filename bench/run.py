@@ -34,8 +34,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
     q = result.get("quality", {}).get("sizes", {})
     modes = ["hybrid", "vector", "lexical"]
     for i, (n, entry) in enumerate(sorted(q.items(), key=lambda kv: int(kv[0]))):
-        axes[0].bar([x + i * 0.35 for x in range(3)], [entry[m]["hit@8"] for m in modes],
-                    width=0.35, label=f"{int(n):,} memories")
+        axes[0].bar(
+            [x + i * 0.35 for x in range(3)],
+            [entry[m]["hit@8"] for m in modes],
+            width=0.35,
+            label=f"{int(n):,} memories",
+        )
     axes[0].set_xticks([x + 0.17 for x in range(3)], modes)
     axes[0].set_ylim(0, 1.05)
     axes[0].set_title("synthetic history: hit@8")
@@ -51,10 +55,16 @@ def plot(result: dict[str, Any], path: Path) -> None:
     lat = result.get("latency", {}).get("sizes", {})
     if lat:
         sizes = sorted(lat, key=int)
-        for key, label in (("exact_with_query_embedding", "exact scan"),
-                           ("hnsw_with_query_embedding", "HNSW + bounded FTS")):
-            axes[2].plot([int(s) for s in sizes], [lat[s][key]["p50_ms"] for s in sizes],
-                         marker="o", label=label)
+        for key, label in (
+            ("exact_with_query_embedding", "exact scan"),
+            ("hnsw_with_query_embedding", "HNSW + bounded FTS"),
+        ):
+            axes[2].plot(
+                [int(s) for s in sizes],
+                [lat[s][key]["p50_ms"] for s in sizes],
+                marker="o",
+                label=label,
+            )
         axes[2].set_xscale("log")
         axes[2].set_xlabel("memories of one user")
         axes[2].set_ylabel("recall p50 (ms, query embedding included)")
@@ -66,29 +76,45 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--smoke", action="store_true", help="small and fast")
-    parser.add_argument("--only", default="recallset,quality,locomo,latency",
-                        help="comma-separated sections")
+    parser.add_argument(
+        "--only", default="recallset,quality,locomo,latency", help="comma-separated sections"
+    )
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
     started = time.time()
-    result: dict[str, Any] = {"machine": {"python": platform.python_version(),
-                                          "cpus": __import__("os").cpu_count()},
-                              "smoke": args.smoke}
+    result: dict[str, Any] = {
+        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+        "smoke": args.smoke,
+    }
     if "recallset" in sections:
-        result["recallset"] = recallset_bench.main(["--repeat", "1" if args.smoke else "5",
-                                                    "--out", str(RESULTS / "recallset.json")])
+        result["recallset"] = recallset_bench.main(
+            ["--repeat", "1" if args.smoke else "5", "--out", str(RESULTS / "recallset.json")]
+        )
     if "quality" in sections:
-        result["quality"] = (quality.run([1000], [], n_questions=40, n_negatives=20)
-                             if args.smoke else quality.run([1000, 10000], [20000, 100000]))
+        result["quality"] = (
+            quality.run([1000], [], n_questions=40, n_negatives=20)
+            if args.smoke
+            else quality.run([1000, 10000], [20000, 100000])
+        )
     if "locomo" in sections:
         result["locomo"] = locomo.run(limit_conversations=2 if args.smoke else None)
     if "latency" in sections:
-        result["latency"] = (latency.run([1000], n_questions=30, write_n=500) if args.smoke
-                             else latency.run([1000, 10000, 100000], n_questions=100,
-                                              write_n=5000))
+        result["latency"] = (
+            latency.run([1000], n_questions=30, write_n=500)
+            if args.smoke
+            else latency.run([1000, 10000, 100000], n_questions=100, write_n=5000)
+        )
+    if "peers" in sections and not args.smoke:
+        try:
+            from bench import peers
+        except ImportError:
+            print("peers skipped: pip install -e '.[peers]'")
+        else:
+            result["peers"] = peers.run()
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     result["seconds"] = round(time.time() - started, 1)
     name = "smoke" if args.smoke else "bench"

@@ -1,0 +1,135 @@
+"""Peers on the same embedded PostgreSQL, embedder and data (optional extras):
+LangGraph's PostgresStore (``pip install -e '.[peers]'``). Figures are ratios to ours.
+
+mem0 is not run: its pgvector store needs an LLM configuration object even with
+``infer=False`` and pulls in an OpenAI client at import; see BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from bench.common import CachedEmbedder, fresh_store, percentiles, server_url
+from bench.quality import TENANT, USER, evaluate, load_others, load_user
+from bench.synthetic import Dataset, generate
+
+
+def _plain_url(database: str) -> str:
+    url = make_url(server_url()).set(database=database, drivername="postgresql")
+    return url.render_as_string(hide_password=False)
+
+
+def _fresh_db(name: str) -> str:
+    admin = sa.create_engine(server_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return _plain_url(name)
+
+
+def langgraph_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, Any]:
+    from langgraph.store.base import PutOp
+    from langgraph.store.postgres import PostgresStore
+
+    url = _fresh_db("bench_peer_langgraph")
+    with PostgresStore.from_conn_string(
+        url, index={"dims": emb.dim, "embed": emb.embed, "fields": ["text"]}
+    ) as store:
+        store.setup()
+        mine = ("memories", USER)
+        start = time.perf_counter()
+        for i in range(0, len(ds.facts), 500):
+            store.batch(
+                [
+                    PutOp(mine, str(j), {"text": ds.facts[j]})
+                    for j in range(i, min(i + 500, len(ds.facts)))
+                ]
+            )
+        write_rate = len(ds.facts) / (time.perf_counter() - start)
+        for i in range(0, len(others), 500):
+            store.batch(
+                [
+                    PutOp(("memories", f"other-{j % 50}"), f"o{j}", {"text": others[j]})
+                    for j in range(i, min(i + 500, len(others)))
+                ]
+            )
+        h3 = h8 = 0
+        rr = 0.0
+        times = []
+        for q in ds.questions:
+            t0 = time.perf_counter()
+            hits = store.search(mine, query=q.text, limit=8)
+            times.append(time.perf_counter() - t0)
+            keys = [int(h.key) for h in hits]
+            h3 += q.answer in keys[:3]
+            h8 += q.answer in keys
+            rr += 1 / (keys.index(q.answer) + 1) if q.answer in keys else 0.0
+    n = len(ds.questions)
+    return {
+        "hit@3": round(h3 / n, 3),
+        "hit@8": round(h8 / n, 3),
+        "mrr@8": round(rr / n, 3),
+        "write_per_s": round(write_rate, 1),
+        **percentiles(times),
+    }
+
+
+def ours_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, Any]:
+    store = fresh_store(emb, "bench_peer_ours")
+    try:
+        start = time.perf_counter()
+        ids = load_user(store, ds)
+        write_rate = len(ds.facts) / (time.perf_counter() - start)
+        if others:
+            load_others(store, others)
+        quality = evaluate(store, ds, ids)
+        from harness.memory import RecallRequest
+
+        times = []
+        for q in ds.questions:
+            t0 = time.perf_counter()
+            store.recall(RecallRequest(tenant=TENANT, user_id=USER, query=q.text))
+            times.append(time.perf_counter() - t0)
+        return {**quality, "write_per_s": round(write_rate, 1), **percentiles(times)}
+    finally:
+        store.close()
+
+
+def run(n_user: int = 1000, n_others: int = 11_500) -> dict[str, Any]:
+    """The user's facts are ``n_user / (n_user + n_others)`` of the table (8 % by default)."""
+    emb = CachedEmbedder.load()
+    ds = generate(n_user, 100, 10, seed=n_user)
+    others = generate(100_000, 1, 1, seed=100_000).facts[:n_others]
+    emb.warm(ds.facts, f"facts{n_user}")
+    emb.warm(others, f"facts{n_others}-others")
+    emb.warm([q.text for q in ds.questions], f"questions{n_user}")
+    result: dict[str, Any] = {"user_share": round(n_user / (n_user + n_others), 3)}
+    for label, others_now in (("alone", []), ("among_others", others)):
+        ours = ours_run(emb, ds, others_now)
+        lg = langgraph_run(emb, ds, others_now)
+        result[label] = {
+            "ours": ours,
+            "langgraph": lg,
+            "ratios_langgraph_over_ours": {
+                "hit@8": round(lg["hit@8"] / max(ours["hit@8"], 1e-9), 3),
+                "write_rate": round(lg["write_per_s"] / max(ours["write_per_s"], 1e-9), 3),
+                "recall_p50": round(lg["p50_ms"] / max(ours["p50_ms"], 1e-9), 3),
+            },
+        }
+        print(
+            f"peers {label}: ours hit@8={ours['hit@8']} p50={ours['p50_ms']}ms, "
+            f"langgraph hit@8={lg['hit@8']} p50={lg['p50_ms']}ms",
+            flush=True,
+        )
+    return result
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))
