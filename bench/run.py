@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
     if "peers" in sections and not args.smoke:
         try:
+            import langgraph.store.postgres  # noqa: F401 - only to know the extra is there
+
             from bench import peers
         except ImportError:
             print("peers skipped: pip install -e '.[peers]'")

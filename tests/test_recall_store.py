@@ -296,3 +296,29 @@ def test_explain_covers_precedence_and_budget(store: MemoryStore, tenant: str) -
     assert {o.reason for o in r.omitted} == {"conflict", "budget"}
     assert r.complete  # only preferences were left out
     assert Scope.WORKFLOW.value in r.text
+
+
+def test_unexpected_failure_inside_recall_also_degrades(
+    store: MemoryStore, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(req: RecallRequest) -> None:
+        raise KeyError("a bug, not an outage")
+
+    monkeypatch.setattr(store.retriever, "_recall", broken)
+    r = store.recall(RecallRequest(tenant=tenant, user_id="alice", query="anything"))
+    assert r.items == [] and r.degraded and not r.complete
+    with pytest.raises(KeyError):
+        store.recall(RecallRequest(tenant=tenant, user_id="alice", query="x", strict=True))
+
+
+def test_explain_names_the_vector_strategy(store: MemoryStore, tenant: str) -> None:
+    store.write(cand(tenant, "user", "alice", "fact", "The badge reader is model HX-200"))
+    r = store.recall(RecallRequest(tenant=tenant, user_id="alice", query="badge reader"))
+    assert "exact scan of the readable rows" in r.explain()
+    store.retriever.strategy = "hnsw"
+    try:
+        r2 = store.recall(RecallRequest(tenant=tenant, user_id="alice", query="badge reader"))
+    finally:
+        store.retriever.strategy = "auto"
+    assert "HNSW index" in r2.explain()
+    assert [i.memory.content for i in r2.items] == [i.memory.content for i in r.items]

@@ -50,7 +50,6 @@ class Retriever:
         self.strategy: Strategy = strategy
         self.large_pool = large_pool
         self.ef_search = ef_search
-        self.last_strategy: str | None = None
 
     def recall(self, request: RecallRequest | Mapping[str, Any]) -> RecallResult:
         req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
@@ -58,8 +57,12 @@ class Retriever:
             return self._recall(req)
         except IncompleteRecall:
             raise
-        except (StoreError, sa_exc.SQLAlchemyError, OSError) as exc:
-            log.warning("recall failed; the run continues without memory: %s", exc)
+        except Exception as exc:  # the host run must go on without memory, whatever failed
+            log.warning(
+                "recall failed; the run continues without memory: %s",
+                exc,
+                exc_info=not isinstance(exc, (StoreError, sa_exc.SQLAlchemyError)),
+            )
             if req.strict:
                 raise
             return RecallResult.empty(degraded=True, reason=f"memory unavailable: {exc}")
@@ -95,7 +98,20 @@ class Retriever:
             narrow_ranked: list[Scored] = []
             if req.query.strip():
                 large = qv is not None and self._large_pool(conn, shape, params)
-                self.last_strategy = "hnsw" if large else "exact"
+                trace.append(
+                    TraceEntry(
+                        None,
+                        "kept",
+                        "strategy",
+                        (
+                            "vectors: HNSW index, full text over bounded candidates"
+                            if large
+                            else "vectors: exact scan of the readable rows"
+                            if qv is not None
+                            else "full text only (no query vector)"
+                        ),
+                    )
+                )
                 if large:
                     for setting in sql.hnsw_settings(self.ef_search):
                         conn.execute(setting)
@@ -108,7 +124,6 @@ class Retriever:
                     exact=not large,
                     bounded_lexical=large,
                 )
-                scope_of: dict[Any, str] = {}
                 for r in conn.execute(
                     stmt,
                     {
@@ -120,7 +135,6 @@ class Retriever:
                     },
                 ):
                     scored = Scored(r.id, r.sim, r.vrank, r.lex, r.coverage, r.lrank)
-                    scope_of[r.id] = r.scope
                     (narrow_ranked if r.scope in sql.NARROW else broad).append(scored)
             kept, dropped = fuse(broad, self.ranking, lexical_only=lexical_only)
             narrow_kept, narrow_dropped = fuse(
@@ -157,7 +171,8 @@ class Retriever:
         else:
             candidates += [Candidate(memories[i], 0.0, "always: narrow scope") for i in narrow_ids]
         for s, score in kept:
-            candidates.append(Candidate(memories[s.id], score, f"relevant: {_signals(s)}"))
+            if s.id in memories:  # a row deleted between the two statements is simply gone
+                candidates.append(Candidate(memories[s.id], score, f"relevant: {_signals(s)}"))
         for s in dropped:
             trace.append(
                 TraceEntry(
