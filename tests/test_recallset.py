@@ -246,3 +246,12 @@ class RecallSetMachine(RuleBasedStateMachine):
 
 
 TestRecallSetMachine = RecallSetMachine.TestCase
+
+
+def test_tool_explains_discarded_content() -> None:
+    tools = RecallSetTools(RecallSet(max_items=1))
+    add = {"name": "recallset_add", "arguments": {"content": "junk", "mark": "discard"}}
+    tools.dispatch(add)
+    assert "mark it again" in json.loads(tools.dispatch(add))["status"]
+    tools.dispatch({"name": "recallset_add", "arguments": {"content": "useful", "mark": "keep"}})
+    assert "since evicted" in json.loads(tools.dispatch(add))["status"]

@@ -128,12 +128,12 @@ class RecallSetTools:
                 title=args.get("title"),
             )
             if res.duplicate and res.item.mark is Mark.DISCARD:
-                return json.dumps(
-                    {
-                        "id": res.id,
-                        "status": "discarded earlier in this run; mark it again to use it",
-                    }
+                status = (
+                    "discarded earlier in this run; mark it again to use it"
+                    if res.id in rs
+                    else "discarded earlier in this run and since evicted; not added again"
                 )
+                return json.dumps({"id": res.id, "status": status})
             out: dict[str, Any] = {
                 "id": res.id,
                 "mark": res.item.mark.value,
