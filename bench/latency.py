@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from bench.common import CachedEmbedder, fresh_store, peak_rss_mb, percentiles, timed
+from bench.common import CachedEmbedder, fresh_store, peak_rss_mb, percentiles, settle, timed
 from bench.synthetic import Dataset, generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory import sql as memory_sql
@@ -48,8 +48,7 @@ def load(store: MemoryStore, emb: CachedEmbedder, ds: Dataset, batch: int = 2000
                 ]
             )
         ]
-    with store.engine.begin() as conn:
-        conn.execute(sa.text("ANALYZE memories"))
+    settle(store)
     return ids
 
 

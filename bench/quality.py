@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
-
-from bench.common import CachedEmbedder, fresh_store
+from bench.common import CachedEmbedder, fresh_store, settle
 from bench.synthetic import Dataset, generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.ranking import RankingConfig
@@ -51,8 +49,7 @@ def load_others(store: MemoryStore, facts: list[str], users: int = 50) -> None:
             batch = []
     if batch:
         store.write_many(batch)
-    with store.engine.begin() as conn:
-        conn.execute(sa.text("ANALYZE memories"))
+    settle(store)
 
 
 def evaluate(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, float]:
@@ -101,6 +98,7 @@ def run(
         store = fresh_store(emb, f"bench_quality_{n}")
         try:
             ids = load_user(store, ds)
+            settle(store)
             entry = {}
             for mode in MODES:
                 store.retriever.ranking = RankingConfig(mode=mode)  # type: ignore[arg-type]

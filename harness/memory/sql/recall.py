@@ -16,6 +16,7 @@ from sqlalchemy import (
     TextClause,
     and_,
     bindparam,
+    cast,
     func,
     literal,
     literal_column,
@@ -231,7 +232,15 @@ def relevance_scores(
             .where(in_pool, m.tsv.op("@@")(qt.c.all_tsq))
             .limit(depth)
         )
-        lex_where.append(m.id.in_(union_all(select(vec.c.id), every_word)))
+        # An array, so the candidates are fetched by primary key rather than by scanning
+        # every row that holds a query word and semi-joining.
+        candidates: Select[Any] = select(func.array_agg(literal_column("cid"))).select_from(
+            union_all(select(vec.c.id.label("cid")), every_word).subquery("cand")
+        )
+        # The cast makes ANY see one array value, not a one-row subquery of arrays.
+        lex_where.append(
+            m.id == func.any(cast(candidates.scalar_subquery(), ARRAY(UUID(as_uuid=True))))
+        )
     fts = _idf_lexical_ranks(qt, lex_where, in_pool, depth, pool_sized=not bounded_lexical)
     if vec is None:
         return select(
@@ -394,8 +403,11 @@ def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
 
 
 def hnsw_settings(ef_search: int) -> list[TextClause]:
-    """Per-transaction HNSW settings: iterative scans keep filtered ANN queries filled."""
+    """Per-transaction HNSW settings: iterative scans keep filtered ANN queries filled, and
+    the caller has measured the pool as large, so a sequential scan is never wanted (the
+    planner's HNSW cost grows with ``ef_search`` and it would otherwise pick one)."""
     return [
         text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"),
         text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"),
+        text("SET LOCAL enable_seqscan = off"),
     ]
