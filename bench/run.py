@@ -66,6 +66,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
                 label=label,
             )
         axes[2].set_xscale("log")
+        axes[2].set_yscale("log")
         axes[2].set_xlabel("memories of one user")
         axes[2].set_ylabel("recall p50 (ms, query embedding included)")
         axes[2].set_title("recall latency")
