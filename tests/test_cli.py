@@ -76,3 +76,22 @@ def test_admin_flow(store: MemoryStore, tenant: str, db_url: str) -> None:
 def test_reembed_without_model_is_a_clear_error(db_url: str) -> None:
     result = runner.invoke(app, ["reembed", "--url", db_url])
     assert result.exit_code == 2 and "needs an embedding model" in result.output
+
+
+def test_status_shows_pending_cleanups(
+    store: MemoryStore, tenant: str, db_url: str, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from product_adapter import ProductAdapter
+
+    from .conftest import unreachable_store
+
+    down = unreachable_store()
+    try:
+        ProductAdapter(down, tmp_path / "home" / "cleanup-spool.jsonl").workflow_deleted(
+            tenant, "wf-gone"
+        )
+    finally:
+        down.close()
+    out = runner.invoke(app, ["status", "--url", db_url]).output
+    line = next(row for row in out.splitlines() if tenant in row)
+    assert line.rstrip(" │").endswith("1")

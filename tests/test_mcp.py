@@ -346,3 +346,43 @@ def test_stdio_server_subprocess(store: MemoryStore, tenant: str, db_url: str) -
     names, out = anyio.run(go)
     assert "recall_memories" in names
     assert "osprey" in out and "kestrel" not in out
+
+
+def test_concurrent_recalls_are_capped(store: MemoryStore, tenant: str) -> None:
+    state = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def recall(self, request: Any) -> Any:
+            with lock:
+                state["now"] += 1
+                state["max"] = max(state["max"], state["now"])
+            time.sleep(0.2)
+            with lock:
+                state["now"] -= 1
+            return store.recall(request)
+
+    server = build_server(
+        Counting(),
+        identity=Identity(tenant, "alice"),  # type: ignore[arg-type]
+        limits=McpLimits(max_concurrent_recalls=2),
+    )
+
+    async def go() -> list[str]:
+        async with Client(server) as client:
+            results: list[str] = []
+
+            async def one() -> None:
+                results.append(text_of(await client.call_tool("recall_memories", {"query": "x"})))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(6):
+                    tg.start_soon(one)
+            return results
+
+    results = anyio.run(go)
+    assert len(results) == 6 and UNAVAILABLE not in results
+    assert state["max"] == 2
