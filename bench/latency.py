@@ -125,8 +125,7 @@ def explain(store: MemoryStore, ds: Dataset, exact: bool) -> str:
 
     with store.engine.begin() as conn:
         if not exact:
-            for s in memory_sql.hnsw_settings(100):
-                conn.execute(s)
+            conn.execute(memory_sql.hnsw_settings(400))
         event.listen(conn, "before_cursor_execute", prefix, retval=True)
         try:
             lines = [row[0] for row in conn.execute(stmt, values).cursor.fetchall()]

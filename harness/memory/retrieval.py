@@ -113,8 +113,7 @@ class Retriever:
                     )
                 )
                 if large:
-                    for setting in sql.hnsw_settings(self.ef_search):
-                        conn.execute(setting)
+                    conn.execute(sql.hnsw_settings(self.ef_search))
                 # Narrow scopes are scored too: used only when they overflow the cap, and it
                 # saves a round trip to know that first.
                 stmt = sql.relevance_scores(

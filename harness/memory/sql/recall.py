@@ -402,12 +402,11 @@ def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
     return select(func.count()).select_from(bounded)
 
 
-def hnsw_settings(ef_search: int) -> list[TextClause]:
-    """Per-transaction HNSW settings: iterative scans keep filtered ANN queries filled, and
-    the caller has measured the pool as large, so a sequential scan is never wanted (the
-    planner's HNSW cost grows with ``ef_search`` and it would otherwise pick one)."""
-    return [
-        text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"),
-        text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"),
-        text("SET LOCAL enable_seqscan = off"),
-    ]
+def hnsw_settings(ef_search: int) -> TextClause:
+    """Per-transaction HNSW settings in one round trip: iterative scans keep filtered ANN
+    queries filled, and the caller has measured the pool as large, so a sequential scan is
+    never wanted (the planner's HNSW cost grows with ``ef_search`` and it would pick one)."""
+    return text(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
+    ).bindparams(ef=str(int(ef_search)))
