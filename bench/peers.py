@@ -1,13 +1,13 @@
-"""Peers on the same embedded PostgreSQL, embedder and data (optional extras):
-LangGraph's PostgresStore (``pip install -e '.[peers]'``). Figures are ratios to ours.
-
-mem0 is not run: its pgvector store needs an LLM configuration object even with
-``infer=False`` and pulls in an OpenAI client at import; see BENCHMARKS.md.
+"""Peers on the same embedded PostgreSQL, embedder and data (optional extras,
+``pip install -e '.[peers]'``): LangGraph's PostgresStore and mem0 (pgvector backend,
+``infer=False`` so no LLM is called). Figures are ratios to ours.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 from bench.common import CachedEmbedder, fresh_store, percentiles, server_url
 from bench.quality import TENANT, USER, evaluate, load_others, load_user
 from bench.synthetic import Dataset, generate
+from harness.settings import Settings
 
 
 def _plain_url(database: str) -> str:
@@ -79,6 +80,73 @@ def langgraph_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[s
     }
 
 
+def mem0_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, Any]:
+    """mem0 with its own fastembed embedder pointed at the local model folder. Its config
+    requires an LLM section; the key is a placeholder and no LLM is called (infer=False)."""
+    os.environ.setdefault("MEM0_TELEMETRY", "False")
+    import fastembed
+    import mem0.embeddings.fastembed as mem0_fastembed
+    from mem0 import Memory
+
+    folder = Settings.from_env().embed_model_path
+    # mem0 builds TextEmbedding(model_name=...) itself; give it the offline model folder.
+    mem0_fastembed.TextEmbedding = partial(  # type: ignore[misc]
+        fastembed.TextEmbedding, specific_model_path=str(folder)
+    )
+    url = _fresh_db("bench_peer_mem0")
+    memory = Memory.from_config(
+        {
+            "vector_store": {
+                "provider": "pgvector",
+                "config": {
+                    "connection_string": url,
+                    "collection_name": "bench",
+                    "embedding_model_dims": emb.dim,
+                },
+            },
+            "embedder": {
+                "provider": "fastembed",
+                "config": {"model": emb.model_name, "embedding_dims": emb.dim},
+            },
+            "llm": {"provider": "openai", "config": {"api_key": "not-used-infer-false"}},
+        }
+    )
+    index = {text: n for n, text in enumerate(ds.facts)}
+    start = time.perf_counter()
+    for i in range(0, len(ds.facts), 100):
+        memory.add(
+            [{"role": "user", "content": f} for f in ds.facts[i : i + 100]],
+            user_id=USER,
+            infer=False,
+        )
+    write_rate = len(ds.facts) / (time.perf_counter() - start)
+    for j in range(0, len(others), 100):
+        memory.add(
+            [{"role": "user", "content": f} for f in others[j : j + 100]],
+            user_id=f"other-{(j // 100) % 50}",
+            infer=False,
+        )
+    h3 = h8 = 0
+    rr = 0.0
+    times = []
+    for q in ds.questions:
+        t0 = time.perf_counter()
+        found = memory.search(q.text, filters={"user_id": USER}, limit=8)["results"]
+        times.append(time.perf_counter() - t0)
+        ranked = [index.get(hit["memory"], -1) for hit in found]
+        h3 += q.answer in ranked[:3]
+        h8 += q.answer in ranked
+        rr += 1 / (ranked.index(q.answer) + 1) if q.answer in ranked else 0.0
+    n = len(ds.questions)
+    return {
+        "hit@3": round(h3 / n, 3),
+        "hit@8": round(h8 / n, 3),
+        "mrr@8": round(rr / n, 3),
+        "write_per_s": round(write_rate, 1),
+        **percentiles(times),
+    }
+
+
 def ours_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, Any]:
     store = fresh_store(emb, "bench_peer_ours")
     try:
@@ -111,21 +179,22 @@ def run(n_user: int = 1000, n_others: int = 11_500) -> dict[str, Any]:
     result: dict[str, Any] = {"user_share": round(n_user / (n_user + n_others), 3)}
     for label, others_now in (("alone", []), ("among_others", others)):
         ours = ours_run(emb, ds, others_now)
-        lg = langgraph_run(emb, ds, others_now)
-        result[label] = {
-            "ours": ours,
-            "langgraph": lg,
-            "ratios_langgraph_over_ours": {
-                "hit@8": round(lg["hit@8"] / max(ours["hit@8"], 1e-9), 3),
-                "write_rate": round(lg["write_per_s"] / max(ours["write_per_s"], 1e-9), 3),
-                "recall_p50": round(lg["p50_ms"] / max(ours["p50_ms"], 1e-9), 3),
-            },
-        }
-        print(
-            f"peers {label}: ours hit@8={ours['hit@8']} p50={ours['p50_ms']}ms, "
-            f"langgraph hit@8={lg['hit@8']} p50={lg['p50_ms']}ms",
-            flush=True,
+        entry: dict[str, Any] = {"ours": ours}
+        for name, runner in (("langgraph", langgraph_run), ("mem0", mem0_run)):
+            peer = runner(emb, ds, others_now)
+            entry[name] = peer
+            entry[f"ratios_{name}_over_ours"] = {
+                "hit@8": round(peer["hit@8"] / max(ours["hit@8"], 1e-9), 3),
+                "write_rate": round(peer["write_per_s"] / max(ours["write_per_s"], 1e-9), 3),
+                "recall_p50": round(peer["p50_ms"] / max(ours["p50_ms"], 1e-9), 3),
+            }
+        result[label] = entry
+        summary = ", ".join(
+            f"{k} hit@8={v['hit@8']} p50={v['p50_ms']}ms"
+            for k, v in entry.items()
+            if not k.startswith("ratios")
         )
+        print(f"peers {label}: {summary}", flush=True)
     return result
 
 
