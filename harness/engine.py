@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from harness.clock import Clock, SystemClock
+from harness.clock import Clock
 from harness.errors import HarnessError, InvalidInput, MemoryRejected
 from harness.extract import ExtractionContext, Extractor
 from harness.fingerprint import fingerprint
@@ -111,7 +111,7 @@ class Engine:
         self.extractor = extractor
         self.max_attempts = max_attempts
         self.config = config or EngineConfig()
-        self.clock = clock or store.clock or SystemClock()
+        self.clock = clock or store.clock
         self.recallset_factory = recallset_factory
 
     def run(self, run: RunInput) -> RunOutcome:
