@@ -156,6 +156,49 @@ def write_throughput(emb: CachedEmbedder, n: int) -> dict[str, float]:
     return out
 
 
+def spread(emb: CachedEmbedder, total: int, users: int, n_questions: int) -> dict[str, Any]:
+    """``total`` memories in one tenant spread over ``users`` users; one user's recall."""
+    ds = generate(total, n_questions, 1, seed=total)
+    emb.warm(ds.facts, f"facts{total}")
+    store = fresh_store(emb, "bench_lat_spread")
+    try:
+        for i in range(0, total, 2000):
+            store.write_many(
+                [
+                    MemoryCandidate(
+                        tenant=TENANT,
+                        scope="user",
+                        scope_id=f"user-{j % users}",
+                        kind="fact",
+                        content=ds.facts[j],
+                    )
+                    for j in range(i, min(i + 2000, total))
+                ]
+            )
+        settle(store)
+        emb.warm([q.text for q in ds.questions], f"questions-spread{total}")
+        times = []
+        for q in ds.questions:
+            req = RecallRequest(tenant=TENANT, user_id="user-7", query=q.text)
+            dt, _ = timed(lambda req=req: store.recall(req))
+            times.append(dt)
+        emb.memo = {k: v for k, v in emb.memo.items() if k not in {q.text for q in ds.questions}}
+        with_embedding = []
+        for q in ds.questions:
+            req = RecallRequest(tenant=TENANT, user_id="user-7", query=q.text + " ")
+            dt, _ = timed(lambda req=req: store.recall(req))
+            with_embedding.append(dt)
+        return {
+            "memories": total,
+            "users": users,
+            "per_user": total // users,
+            "without_query_embedding": percentiles(times),
+            "with_query_embedding": percentiles(with_embedding),
+        }
+    finally:
+        store.close()
+
+
 def run(sizes: list[int], n_questions: int = 100, write_n: int = 5000) -> dict[str, Any]:
     emb = CachedEmbedder.load()
     result: dict[str, Any] = {"sizes": {}}
@@ -189,6 +232,9 @@ def run(sizes: list[int], n_questions: int = 100, write_n: int = 5000) -> dict[s
             ),
             flush=True,
         )
+    if max(sizes) >= 100_000:
+        result["spread"] = spread(emb, 100_000, 50, n_questions)
+        print(f"latency spread: {result['spread']}", flush=True)
     result["write_many"] = write_throughput(emb, write_n)
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return result

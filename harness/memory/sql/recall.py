@@ -16,6 +16,7 @@ from sqlalchemy import (
     TextClause,
     and_,
     bindparam,
+    case,
     cast,
     func,
     literal,
@@ -214,17 +215,34 @@ def relevance_scores(
         .cte("qt")
         .prefix_with("MATERIALIZED")
     )
+    qv = bindparam("qv", type_=memories.c.embedding.type)
+    pool = None
+    if exact:
+        # A small pool (exact mode): one pass over its rows through the tenant-first index
+        # yields both the distances and the words; the GIN index would instead visit every
+        # row of the tenant holding any query word, most of them other users'.
+        columns = [m.id, m.scope, m.tsv]
+        if with_vector:
+            columns += _exact_distance_columns(qv)
+        pool = select(*columns).where(in_pool).cte("pool").prefix_with("MATERIALIZED")
     vec = None
     if with_vector:
-        qv = bindparam("qv", type_=memories.c.embedding.type)
-        top = _exact_distances(in_pool, qv, depth) if exact else _hnsw_distances(in_pool, qv, depth)
+        if pool is not None:
+            top = (
+                select(pool.c.id, pool.c.scope, pool.c.d, pool.c.raw)
+                .where(pool.c.d.is_not(None))
+                .order_by(pool.c.d, pool.c.id)
+                .limit(depth)
+                .subquery("top")
+            )
+        else:
+            top = _hnsw_distances(in_pool, qv, depth)
         vec = select(
             top.c.id,
             top.c.scope,
             (1 - top.c.raw).label("sim"),
             func.row_number().over(order_by=(top.c.d, top.c.id)).label("vrank"),
         ).cte("vec")
-    lex_where = [in_pool, m.tsv.op("@@")(qt.c.tsq)]
     if bounded_lexical and vec is not None:
         every_word = (
             select(m.id)
@@ -238,10 +256,20 @@ def relevance_scores(
             union_all(select(vec.c.id.label("cid")), every_word).subquery("cand")
         )
         # The cast makes ANY see one array value, not a one-row subquery of arrays.
-        lex_where.append(
-            m.id == func.any(cast(candidates.scalar_subquery(), ARRAY(UUID(as_uuid=True))))
+        source = (
+            select(m.id, m.scope, m.tsv)
+            .where(
+                in_pool,
+                m.id == func.any(cast(candidates.scalar_subquery(), ARRAY(UUID(as_uuid=True)))),
+            )
+            .cte("lex_source")
         )
-    fts = _idf_lexical_ranks(qt, lex_where, in_pool, depth, pool_sized=not bounded_lexical)
+        n_docs: Any = None  # the matched set itself
+    else:
+        assert pool is not None
+        source = pool
+        n_docs = select(func.count()).select_from(pool).scalar_subquery()
+    fts = _idf_lexical_ranks(qt, source, n_docs, depth)
     if vec is None:
         return select(
             fts.c.id,
@@ -263,28 +291,26 @@ def relevance_scores(
     ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
 
 
-def _idf_lexical_ranks(
-    qt: Any, lex_where: list[Any], in_pool: ColumnElement[bool], depth: Any, *, pool_sized: bool
-) -> Any:
-    """Rank rows holding any query word by the summed IDF of the query words they hold.
+def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
+    """Rank the ``source`` rows holding any query word by the summed IDF of the query words
+    they hold.
 
     A binary BM25 (no term-frequency saturation or length normalisation): PostgreSQL's
     ``ts_rank`` has no IDF at all, so a common word weighed as much as a rare name. Document
     frequencies come from the matched rows themselves (a row without any query word cannot
-    hold it); N is the readable pool, or the matched set when that is bounded.
+    hold it); N is ``n_docs``, or the matched set when that is None.
     """
+    src = source.c
     each = func.unnest(qt.c.tsqs).table_valued("tq", with_ordinality="i").render_derived(name="u")
-    hits = select(func.array_agg(each.c.i)).where(m.tsv.op("@@")(each.c.tq)).scalar_subquery()
+    hits = select(func.array_agg(each.c.i)).where(src.tsv.op("@@")(each.c.tq)).scalar_subquery()
     matched = (
-        select(m.id.label("id"), m.scope.label("scope"), hits.label("hits"))
-        .select_from(memories.join(qt, literal_column("true")))
-        .where(*lex_where)
+        select(src.id.label("id"), src.scope.label("scope"), hits.label("hits"))
+        .select_from(source.join(qt, literal_column("true")))
+        .where(src.tsv.op("@@")(qt.c.tsq))
         .cte("matched")
         .prefix_with("MATERIALIZED")
     )
-    if pool_sized:
-        n_docs = select(func.count()).where(in_pool).scalar_subquery()
-    else:
+    if n_docs is None:
         n_docs = select(func.count()).select_from(matched).scalar_subquery()
     hit = func.unnest(matched.c.hits).table_valued("i").render_derived(name="h")
     df = (
@@ -329,22 +355,16 @@ def _idf_lexical_ranks(
     ).cte("fts")
 
 
-def _exact_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
-    """Top rows by distance: ``d`` orders (context matches penalised), ``raw`` is the plain
-    nearest distance of content or context, which the relevance floor judges."""
+def _exact_distance_columns(qv: Any) -> list[Any]:
+    """``d`` orders (context matches penalised), ``raw`` is the plain nearest distance of
+    content or context, which the relevance floor judges; both NULL without a vector."""
     # A lesson also matches through the task that taught it (its context's own vector).
-    # LEAST(...) is not an indexable ordering, so this is a top-N sort of the filtered rows.
     content_d = m.embedding.cosine_distance(qv)
     context_d = m.context_embedding.cosine_distance(qv)
-    d = func.least(content_d, func.coalesce(context_d + CONTEXT_PENALTY, 2.0))
-    raw = func.least(content_d, func.coalesce(context_d, 2.0))
-    return (
-        select(m.id.label("id"), m.scope.label("scope"), d.label("d"), raw.label("raw"))
-        .where(in_pool, m.embedding.is_not(None))
-        .order_by(d, m.id)
-        .limit(depth)
-        .subquery("top")
-    )
+    missing = m.embedding.is_(None)
+    d = case((missing, None), else_=func.least(content_d, context_d + CONTEXT_PENALTY))
+    raw = case((missing, None), else_=func.least(content_d, context_d))
+    return [d.label("d"), raw.label("raw")]
 
 
 def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
