@@ -31,6 +31,7 @@ __all__ = [
     "fresh_store",
     "peak_rss_mb",
     "percentiles",
+    "rank_metrics",
     "server_url",
     "settle",
     "timed",
@@ -132,6 +133,19 @@ def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
         "p99_ms": round(q[98], 3),
         "n": len(ms),
     }
+
+
+def rank_metrics(results: Sequence[tuple[Any, Sequence[Any]]]) -> dict[str, float]:
+    """hit@3, hit@8 and MRR@8 over (right answer, ranked answers) pairs."""
+    h3 = h8 = 0
+    rr = 0.0
+    for target, ranked in results:
+        top = list(ranked[:8])
+        h3 += target in top[:3]
+        h8 += target in top
+        rr += 1 / (top.index(target) + 1) if target in top else 0.0
+    n = max(len(results), 1)
+    return {"hit@3": round(h3 / n, 3), "hit@8": round(h8 / n, 3), "mrr@8": round(rr / n, 3)}
 
 
 def peak_rss_mb() -> float:

@@ -8,7 +8,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from bench.common import CachedEmbedder, fresh_store, peak_rss_mb, percentiles, settle, timed
+from bench.common import (
+    CachedEmbedder,
+    fresh_store,
+    peak_rss_mb,
+    percentiles,
+    rank_metrics,
+    settle,
+    timed,
+)
 from bench.synthetic import Dataset, generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory import sql as memory_sql
@@ -54,7 +62,7 @@ def load(store: MemoryStore, emb: CachedEmbedder, ds: Dataset, batch: int = 2000
 
 def recall_pass(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, Any]:
     times: list[float] = []
-    h3 = h8 = 0
+    results = []
     for q in ds.questions:
         req = RecallRequest(
             tenant=TENANT,
@@ -67,10 +75,8 @@ def recall_pass(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, An
         dt, r = timed(lambda req=req: store.recall(req))
         times.append(dt)
         got = [i.memory.id for i in r.items if i.memory.kind.value == "fact"]
-        h3 += ids[q.answer] in got[:3]
-        h8 += ids[q.answer] in got[:8]
-    n = len(ds.questions)
-    return {**percentiles(times), "hit@3": round(h3 / n, 3), "hit@8": round(h8 / n, 3)}
+        results.append((ids[q.answer], got))  # type: ignore[index]
+    return {**percentiles(times), **rank_metrics(results)}
 
 
 def paste_everything(store: MemoryStore, ds: Dataset) -> dict[str, int]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from bench.common import CachedEmbedder, fresh_store, percentiles, server_url
+from bench.common import CachedEmbedder, fresh_store, percentiles, rank_metrics, server_url
 from bench.quality import TENANT, USER, evaluate, load_others, load_user
 from bench.synthetic import Dataset, generate
 from harness.settings import Settings
@@ -31,6 +32,18 @@ def _fresh_db(name: str) -> str:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
     admin.dispose()
     return _plain_url(name)
+
+
+def search_metrics(ds: Dataset, search: Callable[[str], list[int]]) -> dict[str, Any]:
+    """Time ``search`` (question -> fact indexes, best first) and score it like ours."""
+    results = []
+    times = []
+    for q in ds.questions:
+        t0 = time.perf_counter()
+        ranked = search(q.text)
+        times.append(time.perf_counter() - t0)
+        results.append((q.answer, ranked))
+    return {**rank_metrics(results), **percentiles(times)}
 
 
 def langgraph_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, Any]:
@@ -59,25 +72,10 @@ def langgraph_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[s
                     for j in range(i, min(i + 500, len(others)))
                 ]
             )
-        h3 = h8 = 0
-        rr = 0.0
-        times = []
-        for q in ds.questions:
-            t0 = time.perf_counter()
-            hits = store.search(mine, query=q.text, limit=8)
-            times.append(time.perf_counter() - t0)
-            keys = [int(h.key) for h in hits]
-            h3 += q.answer in keys[:3]
-            h8 += q.answer in keys
-            rr += 1 / (keys.index(q.answer) + 1) if q.answer in keys else 0.0
-    n = len(ds.questions)
-    return {
-        "hit@3": round(h3 / n, 3),
-        "hit@8": round(h8 / n, 3),
-        "mrr@8": round(rr / n, 3),
-        "write_per_s": round(write_rate, 1),
-        **percentiles(times),
-    }
+        scores = search_metrics(
+            ds, lambda text: [int(h.key) for h in store.search(mine, query=text, limit=8)]
+        )
+    return {**scores, "write_per_s": round(write_rate, 1)}
 
 
 def mem0_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, Any]:
@@ -126,25 +124,14 @@ def mem0_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, A
             user_id=f"other-{(j // 100) % 50}",
             infer=False,
         )
-    h3 = h8 = 0
-    rr = 0.0
-    times = []
-    for q in ds.questions:
-        t0 = time.perf_counter()
-        found = memory.search(q.text, filters={"user_id": USER}, limit=8)["results"]
-        times.append(time.perf_counter() - t0)
-        ranked = [index.get(hit["memory"], -1) for hit in found]
-        h3 += q.answer in ranked[:3]
-        h8 += q.answer in ranked
-        rr += 1 / (ranked.index(q.answer) + 1) if q.answer in ranked else 0.0
-    n = len(ds.questions)
-    return {
-        "hit@3": round(h3 / n, 3),
-        "hit@8": round(h8 / n, 3),
-        "mrr@8": round(rr / n, 3),
-        "write_per_s": round(write_rate, 1),
-        **percentiles(times),
-    }
+    scores = search_metrics(
+        ds,
+        lambda text: [
+            index.get(hit["memory"], -1)
+            for hit in memory.search(text, filters={"user_id": USER}, limit=8)["results"]
+        ],
+    )
+    return {**scores, "write_per_s": round(write_rate, 1)}
 
 
 def ours_run(emb: CachedEmbedder, ds: Dataset, others: list[str]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.common import CachedEmbedder, fresh_store, settle
+from bench.common import CachedEmbedder, fresh_store, rank_metrics, settle
 from bench.synthetic import Dataset, generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.ranking import RankingConfig
@@ -54,8 +54,7 @@ def load_others(store: MemoryStore, facts: list[str], users: int = 50) -> None:
 
 def evaluate(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, float]:
     """hit@3, hit@8, MRR@8 and false abstains on positives; abstain rate on negatives."""
-    h3 = h8 = 0
-    rr = 0.0
+    results = []
     false_abstain = 0
     for q in ds.questions:
         r = store.recall(
@@ -68,10 +67,7 @@ def evaluate(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, float
             for i in sorted(r.items, key=lambda i: -i.relevance)
             if i.memory.kind is Kind.FACT
         ]
-        target = ids[q.answer]  # type: ignore[index]
-        h3 += target in got[:3]
-        h8 += target in got[:8]
-        rr += 1 / (got.index(target) + 1) if target in got[:8] else 0.0
+        results.append((ids[q.answer], got))  # type: ignore[index]
         false_abstain += not got
     abstain = 0
     for q in ds.negatives:
@@ -79,9 +75,7 @@ def evaluate(store: MemoryStore, ds: Dataset, ids: list[Any]) -> dict[str, float
         abstain += not any(i.memory.kind is Kind.FACT for i in r.items)
     n = len(ds.questions)
     return {
-        "hit@3": round(h3 / n, 3),
-        "hit@8": round(h8 / n, 3),
-        "mrr@8": round(rr / n, 3),
+        **rank_metrics(results),
         "false_abstain": round(false_abstain / n, 3),
         "negative_abstain": round(abstain / max(len(ds.negatives), 1), 3),
     }
