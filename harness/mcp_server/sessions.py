@@ -59,12 +59,6 @@ class RecallSets:
                 old.clear()
             return rs
 
-    def close_session(self, session_id: str) -> None:
-        """Clear and forget every RecallSet of an HTTP session id."""
-        with self._lock:
-            for key in [k for k in self._by_id if k[0] == session_id]:
-                self._by_id.pop(key)[1].clear()
-
     def _expire(self, now: float) -> None:
         for key in [k for k, (seen, _) in self._by_id.items() if now - seen > self.idle_s]:
             self._by_id.pop(key)[1].clear()
