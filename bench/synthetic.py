@@ -131,6 +131,42 @@ NEGATIVES_UNRELATED = [
 ]
 
 
+# With asset tags: each machine carries an id like "PX-7731"; these questions name the machine
+# by its tag alone (and share little else with the fact's wording).
+TAGGED_QUESTIONS: list[list[str]] = [
+    [
+        "How often does {tag} get its maintenance?",
+        "Service cadence for asset {tag}?",
+    ],
+    [
+        "Who supplies replacement parts for {tag}?",
+        "Which vendor do we order {tag} spares from?",
+    ],
+    [
+        "When was {tag} last calibrated, and by whom?",
+        "Latest calibration date on record for {tag}?",
+    ],
+    [
+        "What firmware is {tag} on?",
+        "Which software build does unit {tag} run?",
+    ],
+    [
+        "How does {person} want the {site} shift summaries delivered?",
+        "{person} gets {site} shift reports through which channel?",
+    ],
+    [
+        "Who signs off the lockout of {tag} before repairs?",
+        "Who must isolate {tag} ahead of any fix?",
+    ],
+]
+NEGATIVES_TAGGED = [
+    "What colour is {tag} painted?",
+    "How much did {tag} cost when it was bought?",
+    "Who is the insurance broker for {tag}?",
+    "What is the serial number printed on the base of {tag}?",
+]
+
+
 @dataclass(frozen=True)
 class Question:
     """A question and the index of its one right fact (None for negative controls)."""
@@ -148,8 +184,21 @@ class Dataset:
     negatives: list[Question]
 
 
-def generate(n_facts: int, n_questions: int, n_negatives: int, seed: int = 7) -> Dataset:
-    """A reproducible history of ``n_facts`` facts (each combination unique)."""
+def asset_tag(site: str, equip: str, seed: int) -> str:
+    """A stable id like "PX-7731" for one machine at one site."""
+    rnd = random.Random(f"{seed}:{site}:{equip}")
+    letters = "ABCDEFGHJKLMNPRSTUVWXZ"
+    return f"{rnd.choice(letters)}{rnd.choice(letters)}-{rnd.randint(1000, 9999)}"
+
+
+def generate(
+    n_facts: int, n_questions: int, n_negatives: int, seed: int = 7, *, tags: bool = False
+) -> Dataset:
+    """A reproducible history of ``n_facts`` facts (each combination unique).
+
+    ``tags`` gives every machine an asset id in its facts, and half of the questions (and of
+    the entity negatives) name the machine by that id alone: id-heavy data.
+    """
     rnd = random.Random(seed)
     combos = [(t, s, e) for t in range(len(TEMPLATES)) for s in SITES for e in EQUIPMENT]
     rnd.shuffle(combos)
@@ -176,6 +225,9 @@ def generate(n_facts: int, n_questions: int, n_negatives: int, seed: int = 7) ->
             "channel": rnd.choice(CHANNELS),
             "ver": f"{rnd.randint(1, 9)}.{rnd.randint(0, 20)}.{rnd.randint(0, 9)}",
         }
+        if tags:
+            slots["tag"] = asset_tag(site, equip, seed)
+            slots["equip"] = f"{equip} {slots['tag']}"
         text = TEMPLATES[t][0].format(**slots)
         if i > len(combos):  # more facts than combinations: vary with a unit tag
             text = text.rstrip(".") + f" (unit {i // len(combos) + 1})."
@@ -186,6 +238,10 @@ def generate(n_facts: int, n_questions: int, n_negatives: int, seed: int = 7) ->
     for idx in targets:
         k = keys[idx]
         template = rnd.choice(TEMPLATES[int(k["t"])][1])
+        if tags and rnd.random() < 0.5:
+            template = rnd.choice(TAGGED_QUESTIONS[int(k["t"])])
+        elif tags:
+            k = {**k, "equip": k["equip"].rsplit(" ", 1)[0]}
         questions.append(Question(template.format(**k), idx))
     negatives = []
     for j in range(n_negatives):
@@ -194,6 +250,11 @@ def generate(n_facts: int, n_questions: int, n_negatives: int, seed: int = 7) ->
                 Question(NEGATIVES_UNRELATED[(j // 2) % len(NEGATIVES_UNRELATED)], None)
             )
         else:
+            if tags and j % 4 == 1:
+                k = keys[rnd.randrange(len(keys))]
+                template = NEGATIVES_TAGGED[(j // 4) % len(NEGATIVES_TAGGED)]
+                negatives.append(Question(template.format(tag=k["tag"]), None))
+                continue
             template = NEGATIVES_ENTITY[(j // 2) % len(NEGATIVES_ENTITY)]
             negatives.append(
                 Question(

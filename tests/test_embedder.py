@@ -92,3 +92,44 @@ def test_embedding_failure_still_writes(store: MemoryStore, tenant: str) -> None
     store.embedder = Broken()
     m = store.write(fact(tenant, "written without a vector"))
     assert store.get(m.id) is not None and not m.has_embedding
+
+
+def test_reembed_rebuilds_a_lessons_context_vector(fresh_db_url: str, tenant: str) -> None:
+    """A lesson is found through the task that taught it: reembed must rebuild that vector too,
+    with the new model, not leave it NULL or from the old one."""
+    import sqlalchemy as sa
+
+    from harness.lessons import lesson_candidate
+
+    first = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-a"))
+    lesson = first.write(
+        lesson_candidate(
+            tenant=tenant,
+            user_id="u",
+            workflow_id=None,
+            feedback="Summaries for the ops channel must be three lines at most",
+            task_input="Summarise the incident report for the ops channel",
+            run_id="r1",
+            verdict_id="v1",
+        )
+    )
+    first.close()
+    new_model = HashEmbedder(name="model-b", dim=64)
+    fixer = MemoryStore.connect(fresh_db_url, embedder=new_model, check_model=False)
+    try:
+        assert fixer.reembed(batch_size=10) == 1
+        with fixer.engine.connect() as conn:
+            content_vec, context_vec = conn.execute(
+                sa.text(
+                    "SELECT embedding::text, context_embedding::text FROM memories WHERE id = :i"
+                ),
+                {"i": lesson.id},
+            ).one()
+        assert context_vec is not None
+        expected = new_model.embed(["Summarise the incident report for the ops channel"])[0]
+        got = [float(x) for x in context_vec.strip("[]").split(",")]
+        assert len(got) == 64
+        assert max(abs(a - b) for a, b in zip(got, expected, strict=True)) < 1e-5
+        assert content_vec != context_vec
+    finally:
+        fixer.close()

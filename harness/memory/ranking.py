@@ -1,13 +1,23 @@
-"""Pure relevance fusion: reciprocal rank fusion of vector and full-text ranks, with a floor."""
+"""Pure relevance ranking: reciprocal rank fusion of vector and full-text ranks, then the
+relevance judge decides what passes."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["RankingConfig", "Scored", "fuse"]
+from harness.memory.judge import (
+    Judgement,
+    JudgeModel,
+    QueryStats,
+    Signals,
+    default_judge,
+    query_stats,
+)
+
+__all__ = ["UNJUDGED", "Ranked", "RankingConfig", "Scored", "fuse", "stats_of"]
 
 
 @dataclass(frozen=True)
@@ -20,57 +30,102 @@ class Scored:
     lex: float | None = None
     coverage: float | None = None
     lrank: int | None = None
+    content_sim: float | None = None
+    context_sim: float | None = None
+    idf_coverage: float | None = None
+    max_idf: float | None = None
+    kind: str = "fact"
+    scope: str = "user"
+
+    def signals(self) -> Signals:
+        """The judge's view of this item."""
+        return Signals(
+            sim=self.sim,
+            content_sim=self.content_sim if self.content_sim is not None else self.sim,
+            context_sim=self.context_sim,
+            vrank=self.vrank,
+            lrank=self.lrank,
+            idf_coverage=self.idf_coverage,
+            max_idf=self.max_idf,
+            coverage=self.coverage,
+            kind=self.kind,
+        )
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """An item after fusion and judgement: its fused rank score and the judge's verdict."""
+
+    scored: Scored
+    fused: float
+    judgement: Judgement
+
+    @property
+    def probability(self) -> float:
+        return self.judgement.probability
 
 
 @dataclass(frozen=True)
 class RankingConfig:
-    """Fusion and floor parameters.
+    """Fusion parameters and the judge.
 
-    An item passes the floor when its cosine similarity is at least ``sim_floor``, or when it
-    is at least ``sim_assist`` similar and covers ``coverage_floor`` of the query's content
-    words. Without vectors, coverage alone decides (``lexical_coverage_floor``).
+    ``threshold`` overrides the judge's fitted threshold (a probability in [0, 1]);
+    ``use_floor=False`` ranks without judging (retrieval benchmarks measure ranking alone).
     """
 
     rrf_k: int = 20
     top_n: int = 8
     depth: int = 100
-    sim_floor: float = 0.55
-    sim_assist: float = 0.35
-    coverage_floor: float = 0.6
-    lexical_coverage_floor: float = 0.5
     vector_weight: float = 1.0
     lexical_weight: float = 1.5
     #: "hybrid" fuses both; "vector" and "lexical" use one retriever alone (baselines).
     mode: Literal["hybrid", "vector", "lexical"] = "hybrid"
-    #: False ranks without a floor (retrieval benchmarks measure ranking alone).
     use_floor: bool = True
+    threshold: float | None = None
+    #: How many candidates, best fused first, the judge reads; the rest are dropped unjudged
+    #: (it bounds recall's Python work; the retrievers return at most 2 x ``depth``).
+    judge_depth: int = 200
+    judge: JudgeModel = field(default_factory=default_judge)
 
 
-def passes_floor(s: Scored, cfg: RankingConfig, *, lexical_only: bool) -> bool:
-    """Whether an item is relevant enough to be recalled at all."""
-    if not cfg.use_floor:
-        return True
-    coverage = s.coverage or 0.0
-    if lexical_only or cfg.mode == "lexical":
-        return coverage >= cfg.lexical_coverage_floor
-    sim = s.sim if s.sim is not None else -1.0
-    if cfg.mode == "vector":
-        return sim >= cfg.sim_floor
-    return sim >= cfg.sim_floor or (sim >= cfg.sim_assist and coverage >= cfg.coverage_floor)
+#: The judgement of a candidate beyond the judge's depth: never passes.
+UNJUDGED = Judgement(0.0)
+
+
+def stats_of(rows: Sequence[Scored]) -> QueryStats:
+    """The query's score distribution over every candidate the retrievers returned."""
+    return query_stats(
+        [r.sim for r in rows if r.sim is not None and r.vrank is not None],
+        [r.idf_coverage for r in rows if r.idf_coverage is not None],
+    )
 
 
 def fuse(
-    rows: Iterable[Scored], cfg: RankingConfig, *, lexical_only: bool, top_n: int | None = None
-) -> tuple[list[tuple[Scored, float]], list[Scored]]:
-    """Rank by RRF, keep those above the floor, cut to ``top_n``.
+    rows: Iterable[Scored],
+    cfg: RankingConfig,
+    *,
+    lexical_only: bool,
+    top_n: int | None = None,
+    threshold: float | None = None,
+    stats: QueryStats | None = None,
+) -> tuple[list[Ranked], list[Ranked]]:
+    """Fuse by weighted RRF, judge the best ``judge_depth``, keep what passes, cut to ``top_n``.
 
-    Returns ``(kept, dropped)``: kept as (signals, fused score) best first, dropped are those
-    under the floor or beyond top-N. Deterministic: ties break by id.
+    Returns ``(kept, dropped)``: kept best first by the judge's probability (by fused score
+    when ``use_floor`` is off); dropped are those the judge turned away or beyond top-N. ``threshold`` (else ``cfg.threshold``, else the judge's own)
+    is the probability an item needs. ``stats`` is the query's score distribution (computed
+    from ``rows`` when not given). Deterministic: ties break by id.
     """
+    rows = list(rows)
     limit = cfg.top_n if top_n is None else top_n
-    scored: list[tuple[Scored, float]] = []
     use_vector = cfg.mode != "lexical" and not lexical_only
     use_lexical = cfg.mode != "vector"
+    judge_mode: Literal["hybrid", "lexical"] = "hybrid" if use_vector else "lexical"
+    params = cfg.judge.params(judge_mode)
+    bar = threshold if threshold is not None else cfg.threshold
+    bar = params.threshold if bar is None else bar
+    qstats = stats or stats_of(rows)
+    fused: list[tuple[float, Scored]] = []
     for s in rows:
         score = 0.0
         if use_vector and s.vrank is not None:
@@ -78,13 +133,22 @@ def fuse(
         if use_lexical and s.lrank is not None:
             score += cfg.lexical_weight / (cfg.rrf_k + s.lrank)
         if score > 0:
-            scored.append((s, score))
-    scored.sort(key=lambda pair: (-pair[1], str(pair[0].id)))
-    kept: list[tuple[Scored, float]] = []
-    dropped: list[Scored] = []
-    for s, score in scored:
-        if len(kept) < limit and passes_floor(s, cfg, lexical_only=lexical_only):
-            kept.append((s, score))
+            fused.append((score, s))
+    fused.sort(key=lambda pair: (-pair[0], str(pair[1].id)))
+    depth = cfg.judge_depth if cfg.use_floor else len(fused)
+    judged = [
+        Ranked(s, score, cfg.judge.judge(s.signals(), qstats, judge_mode))
+        for score, s in fused[:depth]
+    ]
+    if cfg.use_floor:
+        # The judge weighs every signal; its probability orders better than the fused rank.
+        judged.sort(key=lambda r: (-r.probability, -r.fused, str(r.scored.id)))
+    kept: list[Ranked] = []
+    dropped: list[Ranked] = []
+    for r in judged:
+        if len(kept) < limit and (not cfg.use_floor or r.probability >= bar):
+            kept.append(r)
         else:
-            dropped.append(s)
+            dropped.append(r)
+    dropped += [Ranked(s, score, UNJUDGED) for score, s in fused[depth:]]
     return kept, dropped

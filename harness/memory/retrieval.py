@@ -10,7 +10,7 @@ from sqlalchemy import exc as sa_exc
 
 from harness.errors import IncompleteRecall, StoreError
 from harness.memory import sql
-from harness.memory.ranking import RankingConfig, Scored, fuse
+from harness.memory.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
 from harness.memory.rows import memory_from_row
 from harness.memory.types import RecallRequest, Scope
@@ -67,6 +67,15 @@ class Retriever:
                 raise
             return RecallResult.empty(degraded=True, reason=f"memory unavailable: {exc}")
 
+    def _threshold(self, req: RecallRequest, lexical_only: bool) -> float:
+        """The probability a ranked item needs: the request's, the config's, or the judge's."""
+        if req.relevance_threshold is not None:
+            return req.relevance_threshold
+        if self.ranking.threshold is not None:
+            return self.ranking.threshold
+        vector = self.ranking.mode != "lexical" and not lexical_only
+        return self.ranking.judge.params("hybrid" if vector else "lexical").threshold
+
     def _query_vector(self, query: str) -> list[float] | None:
         embedder = self.store.embedder
         if embedder is None or not query.strip():
@@ -85,6 +94,84 @@ class Retriever:
         ).scalar_one()
         return int(n) > self.large_pool
 
+    def signals(
+        self, request: RecallRequest | Mapping[str, Any], *, use_vector: bool = True
+    ) -> tuple[list[Scored], bool]:
+        """Every relevance-ranked candidate of a request with its raw signals, unjudged, and
+        whether the query ran without a vector (always so with ``use_vector=False``, which
+        ranks as a lexical-only store would). Read-only; for benchmarks and fitting the judge.
+        """
+        req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
+        now = req.now or self.store.clock.now()
+        qv = self._query_vector(req.query) if use_vector else None
+        shape = {"has_workflow": bool(req.workflow_id), "has_session": bool(req.session_id)}
+        params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
+        with self.store.transaction("recall") as conn:
+            rows = self._scored(conn, req.query, qv, shape, params, [])
+        return rows, qv is None
+
+    def _scored(
+        self,
+        conn: Any,
+        query: str,
+        qv: list[float] | None,
+        shape: dict[str, bool],
+        params: dict[str, Any],
+        trace: list[TraceEntry],
+    ) -> list[Scored]:
+        if not query.strip():
+            return []
+        large = qv is not None and self._large_pool(conn, shape, params)
+        trace.append(
+            TraceEntry(
+                None,
+                "kept",
+                "strategy",
+                (
+                    "vectors: HNSW index, full text over bounded candidates"
+                    if large
+                    else "vectors: exact scan of the readable rows"
+                    if qv is not None
+                    else "full text only (no query vector)"
+                ),
+            )
+        )
+        if large:
+            conn.execute(sql.hnsw_settings(self.ef_search))
+        # Narrow scopes are scored too: used only when they overflow the cap, and it saves a
+        # round trip to know that first.
+        stmt = sql.relevance_scores(
+            **shape,
+            scopes=ALL_SCOPES,
+            with_vector=qv is not None,
+            exact=not large,
+            bounded_lexical=large,
+        )
+        bind = {
+            **params,
+            "q_text": query,
+            "stopwords": list(sql.STOPWORDS),
+            "depth": self.ranking.depth,
+            **({"qv": qv} if qv is not None else {}),
+        }
+        return [
+            Scored(
+                r.id,
+                sim=r.sim,
+                vrank=r.vrank,
+                lex=r.lex,
+                coverage=r.coverage,
+                lrank=r.lrank,
+                content_sim=r.content_sim,
+                context_sim=r.context_sim,
+                idf_coverage=r.idf_coverage,
+                max_idf=r.max_idf,
+                kind=r.kind,
+                scope=r.scope,
+            )
+            for r in conn.execute(stmt, bind)
+        ]
+
     def _recall(self, req: RecallRequest) -> RecallResult:
         now = req.now or self.store.clock.now()
         cap = self.store.settings.narrow_scope_cap
@@ -94,52 +181,17 @@ class Retriever:
         params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
         trace: list[TraceEntry] = []
         with self.store.transaction("recall") as conn:
-            broad: list[Scored] = []
-            narrow_ranked: list[Scored] = []
-            if req.query.strip():
-                large = qv is not None and self._large_pool(conn, shape, params)
-                trace.append(
-                    TraceEntry(
-                        None,
-                        "kept",
-                        "strategy",
-                        (
-                            "vectors: HNSW index, full text over bounded candidates"
-                            if large
-                            else "vectors: exact scan of the readable rows"
-                            if qv is not None
-                            else "full text only (no query vector)"
-                        ),
-                    )
-                )
-                if large:
-                    conn.execute(sql.hnsw_settings(self.ef_search))
-                # Narrow scopes are scored too: used only when they overflow the cap, and it
-                # saves a round trip to know that first.
-                stmt = sql.relevance_scores(
-                    **shape,
-                    scopes=ALL_SCOPES,
-                    with_vector=qv is not None,
-                    exact=not large,
-                    bounded_lexical=large,
-                )
-                for r in conn.execute(
-                    stmt,
-                    {
-                        **params,
-                        "q_text": req.query,
-                        "stopwords": list(sql.STOPWORDS),
-                        "depth": self.ranking.depth,
-                        **({"qv": qv} if qv is not None else {}),
-                    },
-                ):
-                    scored = Scored(r.id, r.sim, r.vrank, r.lex, r.coverage, r.lrank)
-                    (narrow_ranked if r.scope in sql.NARROW else broad).append(scored)
-            kept, dropped = fuse(broad, self.ranking, lexical_only=lexical_only)
+            scored = self._scored(conn, req.query, qv, shape, params, trace)
+            broad = [s for s in scored if s.scope not in sql.NARROW]
+            narrow_ranked = [s for s in scored if s.scope in sql.NARROW]
+            # One distribution per query: how this query scores against everything readable.
+            stats = stats_of(broad + narrow_ranked)
+            judge_args: dict[str, Any] = {"threshold": req.relevance_threshold, "stats": stats}
+            kept, dropped = fuse(broad, self.ranking, lexical_only=lexical_only, **judge_args)
             narrow_kept, narrow_dropped = fuse(
-                narrow_ranked, self.ranking, lexical_only=lexical_only
+                narrow_ranked, self.ranking, lexical_only=lexical_only, **judge_args
             )
-            wanted = [s.id for s, _ in kept] + [s.id for s, _ in narrow_kept]
+            wanted = [r.scored.id for r in kept] + [r.scored.id for r in narrow_kept]
             rows = (
                 conn.execute(
                     sql.recall_rows(**shape),
@@ -169,18 +221,24 @@ class Retriever:
             dropped = dropped + narrow_dropped
         else:
             candidates += [Candidate(memories[i], 0.0, "always: narrow scope") for i in narrow_ids]
-        for s, score in kept:
-            if s.id in memories:  # a row deleted between the two statements is simply gone
-                candidates.append(Candidate(memories[s.id], score, f"relevant: {_signals(s)}"))
-        for s in dropped:
-            trace.append(
-                TraceEntry(
-                    s.id,
-                    "dropped",
-                    "floor",
-                    f"below relevance floor or beyond top-{self.ranking.top_n}: {_signals(s)}",
+        for item in kept:
+            if item.scored.id in memories:  # a row deleted between the two statements is gone
+                candidates.append(
+                    Candidate(
+                        memories[item.scored.id],
+                        item.probability if self.ranking.use_floor else item.fused,
+                        f"relevant: {_signals(item)}",
+                    )
                 )
-            )
+        bar = self._threshold(req, lexical_only)
+        for item in dropped:
+            if item.judgement is UNJUDGED:
+                why = f"beyond the first {self.ranking.judge_depth} by fused rank, not judged"
+            elif self.ranking.use_floor and item.probability < bar:
+                why = f"judged not relevant (p < {bar:.3f})"
+            else:
+                why = f"beyond top-{self.ranking.top_n}"
+            trace.append(TraceEntry(item.scored.id, "dropped", "judge", f"{why}: {_signals(item)}"))
         return assemble(
             candidates,
             budget_chars=req.budget_chars,
@@ -191,7 +249,8 @@ class Retriever:
         )
 
 
-def _signals(s: Scored) -> str:
+def _signals(r: Ranked) -> str:
+    s = r.scored
     sim = f"{s.sim:.3f}" if s.sim is not None else "-"
-    cov = f"{s.coverage:.2f}" if s.coverage is not None else "-"
-    return f"sim={sim} coverage={cov}"
+    cov = f"{s.idf_coverage:.2f}" if s.idf_coverage is not None else "-"
+    return f"{r.judgement.explain()} sim={sim} idf_coverage={cov}"

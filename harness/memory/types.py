@@ -212,6 +212,8 @@ class RecallRequest(FrozenModel):
     max_item_chars: int = Field(default=500, ge=1, le=1_000_000)
     now: datetime | None = None
     strict: bool = False
+    #: Probability a relevance-ranked item needs to be recalled (None: the judge's default).
+    relevance_threshold: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
 
     @field_validator("now")
     @classmethod

@@ -187,7 +187,12 @@ def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -
 
 def set_embedding() -> Update:
     return (
-        update(memories).where(m.id == bindparam("b_id")).values(embedding=bindparam("b_embedding"))
+        update(memories)
+        .where(m.id == bindparam("b_id"))
+        .values(
+            embedding=bindparam("b_embedding"),
+            context_embedding=bindparam("b_context_embedding"),
+        )
     )
 
 

@@ -221,7 +221,7 @@ def relevance_scores(
         # A small pool (exact mode): one pass over its rows through the tenant-first index
         # yields both the distances and the words; the GIN index would instead visit every
         # row of the tenant holding any query word, most of them other users'.
-        columns = [m.id, m.scope, m.tsv]
+        columns = [m.id, m.scope, m.kind, m.tsv]
         if with_vector:
             columns += _exact_distance_columns(qv)
         pool = select(*columns).where(in_pool).cte("pool").prefix_with("MATERIALIZED")
@@ -229,7 +229,9 @@ def relevance_scores(
     if with_vector:
         if pool is not None:
             top = (
-                select(pool.c.id, pool.c.scope, pool.c.d, pool.c.raw)
+                select(
+                    pool.c.id, pool.c.scope, pool.c.kind, pool.c.d, pool.c.raw, pool.c.cd, pool.c.xd
+                )
                 .where(pool.c.d.is_not(None))
                 .order_by(pool.c.d, pool.c.id)
                 .limit(depth)
@@ -240,7 +242,10 @@ def relevance_scores(
         vec = select(
             top.c.id,
             top.c.scope,
+            top.c.kind,
             (1 - top.c.raw).label("sim"),
+            (1 - top.c.cd).label("content_sim"),
+            (1 - top.c.xd).label("context_sim"),
             func.row_number().over(order_by=(top.c.d, top.c.id)).label("vrank"),
         ).cte("vec")
     if bounded_lexical and vec is not None:
@@ -257,7 +262,7 @@ def relevance_scores(
         )
         # The cast makes ANY see one array value, not a one-row subquery of arrays.
         source = (
-            select(m.id, m.scope, m.tsv)
+            select(m.id, m.scope, m.kind, m.tsv)
             .where(
                 in_pool,
                 m.id == func.any(cast(candidates.scalar_subquery(), ARRAY(UUID(as_uuid=True)))),
@@ -274,37 +279,55 @@ def relevance_scores(
         return select(
             fts.c.id,
             fts.c.scope,
+            fts.c.kind,
             literal_column("NULL::float8").label("sim"),
+            literal_column("NULL::float8").label("content_sim"),
+            literal_column("NULL::float8").label("context_sim"),
             literal_column("NULL::bigint").label("vrank"),
-            fts.c.lex,
-            fts.c.coverage,
-            fts.c.lrank,
+            *_lexical_columns(fts),
         )
     return select(
         func.coalesce(vec.c.id, fts.c.id).label("id"),
         func.coalesce(vec.c.scope, fts.c.scope).label("scope"),
+        func.coalesce(vec.c.kind, fts.c.kind).label("kind"),
         vec.c.sim,
+        vec.c.content_sim,
+        vec.c.context_sim,
         vec.c.vrank,
+        *_lexical_columns(fts),
+    ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
+
+
+def _lexical_columns(fts: Any) -> list[Any]:
+    return [
         fts.c.lex,
         fts.c.coverage,
+        fts.c.idf_coverage,
+        fts.c.max_idf,
         fts.c.lrank,
-    ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
+    ]
 
 
 def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
     """Rank the ``source`` rows holding any query word by the summed IDF of the query words
-    they hold.
+    they hold, with the evidence the relevance judge reads.
 
     A binary BM25 (no term-frequency saturation or length normalisation): PostgreSQL's
     ``ts_rank`` has no IDF at all, so a common word weighed as much as a rare name. Document
     frequencies come from the matched rows themselves (a row without any query word cannot
-    hold it); N is ``n_docs``, or the matched set when that is None.
+    hold it); N is ``n_docs``, or the matched set when that is None. Besides ``lex`` (the sum)
+    and ``coverage`` (share of the query's words held), each row gets ``idf_coverage`` (the
+    share of the query's total IDF it holds; a query word no row holds weighs most) and
+    ``max_idf`` (the IDF of the rarest query word it holds, over the IDF a word held by no
+    row would have): an exact match on a rare identifier is strong evidence, "the" is none.
     """
     src = source.c
     each = func.unnest(qt.c.tsqs).table_valued("tq", with_ordinality="i").render_derived(name="u")
     hits = select(func.array_agg(each.c.i)).where(src.tsv.op("@@")(each.c.tq)).scalar_subquery()
     matched = (
-        select(src.id.label("id"), src.scope.label("scope"), hits.label("hits"))
+        select(
+            src.id.label("id"), src.scope.label("scope"), src.kind.label("kind"), hits.label("hits")
+        )
         .select_from(source.join(qt, literal_column("true")))
         .where(src.tsv.op("@@")(qt.c.tsq))
         .cte("matched")
@@ -323,25 +346,43 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
         df.c.i,
         func.ln(1.0 + (n_docs - df.c.df + 0.5) / (df.c.df + 0.5)).label("w"),
     ).cte("idf")
+    # The IDF of a query word no row holds (df = 0): the most a word can weigh.
+    unseen_w = func.ln(1.0 + (n_docs + 0.5) / 0.5)
+    total = (
+        select(
+            (
+                func.coalesce(func.sum(idf.c.w), 0.0)
+                + (func.greatest(func.cardinality(func.max(qt.c.lexemes)), 1) - func.count(idf.c.i))
+                * unseen_w
+            ).label("idf_total"),
+            unseen_w.label("unseen_w"),
+        )
+        .select_from(qt.outerjoin(idf, literal_column("true")))
+        .cte("idf_total")
+    )
     hit2 = func.unnest(matched.c.hits).table_valued("i").render_derived(name="h2")
     lex = func.sum(idf.c.w)
     scores = (
         select(
             matched.c.id,
             matched.c.scope,
+            matched.c.kind,
             lex.label("lex"),
             (
                 func.cardinality(matched.c.hits)
                 * 1.0
                 / func.greatest(func.cardinality(func.max(qt.c.lexemes)), 1)
             ).label("coverage"),
+            (lex / func.greatest(func.max(total.c.idf_total), 1e-9)).label("idf_coverage"),
+            (func.max(idf.c.w) / func.greatest(func.max(total.c.unseen_w), 1e-9)).label("max_idf"),
         )
         .select_from(
             matched.join(hit2, literal_column("true"))
             .join(idf, idf.c.i == hit2.c.i)
             .join(qt, literal_column("true"))
+            .join(total, literal_column("true"))
         )
-        .group_by(matched.c.id, matched.c.scope, matched.c.hits)
+        .group_by(matched.c.id, matched.c.scope, matched.c.kind, matched.c.hits)
         .order_by(lex.desc(), matched.c.id)
         .limit(depth)
         .subquery("scores")
@@ -349,30 +390,44 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
     return select(
         scores.c.id,
         scores.c.scope,
+        scores.c.kind,
         scores.c.lex,
         scores.c.coverage,
+        scores.c.idf_coverage,
+        scores.c.max_idf,
         func.row_number().over(order_by=(scores.c.lex.desc(), scores.c.id)).label("lrank"),
     ).cte("fts")
 
 
 def _exact_distance_columns(qv: Any) -> list[Any]:
-    """``d`` orders (context matches penalised), ``raw`` is the plain nearest distance of
-    content or context, which the relevance floor judges; both NULL without a vector."""
+    """``d`` orders (context matches penalised); ``raw`` is the plain nearest distance of
+    content or context; ``cd`` and ``xd`` are the content's and the context's own distances
+    (``xd`` NULL without a context). All NULL without a vector."""
     # A lesson also matches through the task that taught it (its context's own vector).
     content_d = m.embedding.cosine_distance(qv)
     context_d = m.context_embedding.cosine_distance(qv)
     missing = m.embedding.is_(None)
     d = case((missing, None), else_=func.least(content_d, context_d + CONTEXT_PENALTY))
     raw = case((missing, None), else_=func.least(content_d, context_d))
-    return [d.label("d"), raw.label("raw")]
+    return [
+        d.label("d"),
+        raw.label("raw"),
+        content_d.label("cd"),
+        case((missing, None), else_=context_d).label("xd"),
+    ]
 
 
 def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
     content_d = m.embedding.cosine_distance(qv)
     context_d = m.context_embedding.cosine_distance(qv)
+    common = [m.id.label("id"), m.scope.label("scope"), m.kind.label("kind")]
     by_content = (
         select(
-            m.id.label("id"), m.scope.label("scope"), content_d.label("d"), content_d.label("raw")
+            *common,
+            content_d.label("d"),
+            func.least(content_d, context_d).label("raw"),
+            content_d.label("cd"),
+            context_d.label("xd"),
         )
         .where(in_pool, m.embedding.is_not(None))
         .order_by(content_d)
@@ -380,10 +435,11 @@ def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
     )
     by_context = (
         select(
-            m.id.label("id"),
-            m.scope.label("scope"),
+            *common,
             (context_d + CONTEXT_PENALTY).label("d"),
-            context_d.label("raw"),
+            func.least(content_d, context_d).label("raw"),
+            content_d.label("cd"),
+            context_d.label("xd"),
         )
         .where(in_pool, m.context_embedding.is_not(None))
         .order_by(context_d)
@@ -394,14 +450,17 @@ def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
         select(
             both.c.id,
             func.min(both.c.scope).label("scope"),
+            func.min(both.c.kind).label("kind"),
             func.min(both.c.d).label("d"),
             func.min(both.c.raw).label("raw"),
+            func.min(both.c.cd).label("cd"),
+            func.min(both.c.xd).label("xd"),
         )
         .group_by(both.c.id)
         .subquery("best")
     )
     return (
-        select(best.c.id, best.c.scope, best.c.d, best.c.raw)
+        select(best.c.id, best.c.scope, best.c.kind, best.c.d, best.c.raw, best.c.cd, best.c.xd)
         .order_by(best.c.d, best.c.id)
         .limit(depth)
         .subquery("top")
