@@ -11,6 +11,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Connection
 
 from harness.errors import HarnessError, InvalidInput
+from harness.identifiers import check_identifier
 from harness.memory import sql as memory_sql
 from harness.memory.store import MemoryStore
 from harness.memory.types import Memory, Scope
@@ -50,10 +51,8 @@ class ProductAdapter:
         return self._hook(tenant, "session", session_id)
 
     def _hook(self, tenant: str, target: Target, target_id: str) -> bool:
-        if not tenant or not target_id:
-            raise InvalidInput(
-                "tenant and id are required", fields=("tenant",) if not tenant else ("id",)
-            )
+        check_identifier(tenant, "tenant")
+        check_identifier(target_id, f"{target}_id")
         task = {
             "id": uuid.uuid4().hex,
             "tenant": tenant,
@@ -147,13 +146,16 @@ class ProductAdapter:
         """Platform memories waiting for an admin."""
         return self.store.pending(tenant)
 
-    def approve(self, memory_id: uuid.UUID | str, approver: str) -> Memory:
-        """Approve (audited). Unknown ids and non-pending items raise typed errors."""
-        return self.store.approve(memory_id, approver)
+    def approve(self, memory_id: uuid.UUID | str, approver: str, *, tenant: str) -> Memory:
+        """Approve the tenant's pending memory (audited). Unknown ids, ids of another tenant
+        (``MemoryNotFound``) and non-pending items raise typed errors."""
+        return self.store.approve(memory_id, approver, tenant=tenant)
 
-    def reject(self, memory_id: uuid.UUID | str, approver: str, reason: str) -> Memory:
-        """Reject with a reason (audited)."""
-        return self.store.reject(memory_id, approver, reason)
+    def reject(
+        self, memory_id: uuid.UUID | str, approver: str, reason: str, *, tenant: str
+    ) -> Memory:
+        """Reject the tenant's pending memory with a reason (audited)."""
+        return self.store.reject(memory_id, approver, reason, tenant=tenant)
 
     def audit(self, tenant: str) -> list[dict[str, Any]]:
         """Every approval decision of the tenant."""

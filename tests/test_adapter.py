@@ -52,7 +52,7 @@ def test_workflow_deleted_removes_memories_and_runs(
     adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
     assert adapter.workflow_deleted(tenant, "wf-1") is True
     assert count(store, tenant, "workflow", "wf-1") == 0
-    assert store.get(other.id) is not None
+    assert store.get(other.id, tenant=tenant) is not None
     assert store.runs.list(tenant, "wf-1") == []
     assert adapter.pending_cleanups(tenant) == 0
 
@@ -64,7 +64,7 @@ def test_session_ended_removes_session_memories(
     keep = store.write(mem(tenant, "user", "alice", "lasting preference"))
     assert ProductAdapter(store, tmp_path / "spool").session_ended(tenant, "s-1") is True
     assert count(store, tenant, "session", "s-1") == 0
-    assert store.get(keep.id) is not None
+    assert store.get(keep.id, tenant=tenant) is not None
 
 
 def test_closed_port_queues_durably_and_reconcile_finishes(
@@ -192,9 +192,9 @@ def test_admin_approval_through_adapter(store: MemoryStore, tenant: str, tmp_pat
         )  # type: ignore[arg-type]
     )
     assert [p.id for p in adapter.pending_approvals(tenant)] == [m.id]
-    assert adapter.approve(m.id, "carol").status is Status.ACTIVE
+    assert adapter.approve(m.id, "carol", tenant=tenant).status is Status.ACTIVE
     with pytest.raises(ConflictingState):
-        adapter.reject(m.id, "carol", "too late")
+        adapter.reject(m.id, "carol", "too late", tenant=tenant)
     with pytest.raises(MemoryNotFound):
-        adapter.approve("00000000-0000-0000-0000-000000000000", "carol")
+        adapter.approve("00000000-0000-0000-0000-000000000000", "carol", tenant=tenant)
     assert [a["actor"] for a in adapter.audit(tenant)] == ["carol"]

@@ -50,9 +50,13 @@ def test_admin_flow(store: MemoryStore, tenant: str, db_url: str) -> None:
     )
     out = runner.invoke(app, ["admin", "pending", "--tenant", tenant, "--url", db_url]).output
     assert str(m.id) in out and "Cite sources" in out
-    ok = runner.invoke(app, ["admin", "approve", str(m.id), "--by", "root", "--url", db_url])
+    ok = runner.invoke(
+        app, ["admin", "approve", str(m.id), "--by", "root", "--tenant", tenant, "--url", db_url]
+    )
     assert ok.exit_code == 0 and "approved" in ok.output
-    again = runner.invoke(app, ["admin", "approve", str(m.id), "--by", "root", "--url", db_url])
+    again = runner.invoke(
+        app, ["admin", "approve", str(m.id), "--by", "root", "--tenant", tenant, "--url", db_url]
+    )
     assert again.exit_code == 2 and "not pending" in again.output
     unknown = runner.invoke(
         app,
@@ -64,11 +68,13 @@ def test_admin_flow(store: MemoryStore, tenant: str, db_url: str) -> None:
             "root",
             "--reason",
             "no",
+            "--tenant",
+            tenant,
             "--url",
             db_url,
         ],
     )
-    assert unknown.exit_code == 2 and "no memory with id" in unknown.output
+    assert unknown.exit_code == 2 and "has no memory with id" in unknown.output
     audit = runner.invoke(app, ["admin", "audit", "--tenant", tenant, "--url", db_url]).output
     assert "approved" in audit and "root" in audit
 

@@ -91,4 +91,4 @@ def test_embedding_failure_still_writes(store: MemoryStore, tenant: str) -> None
 
     store.embedder = Broken()
     m = store.write(fact(tenant, "written without a vector"))
-    assert store.get(m.id) is not None and not m.has_embedding
+    assert store.get(m.id, tenant=tenant) is not None and not m.has_embedding
