@@ -6,6 +6,7 @@ All values are frozen pydantic models. Constructing one with bad input raises
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -122,6 +123,14 @@ def _require_aware(value: datetime | None) -> datetime | None:
     return value
 
 
+# The label recall renders before each item ("[platform constraint | admin | 2024-01-01]"):
+# stored text imitating it could pass for a policy it is not.
+_ITEM_HEADER_LIKE = re.compile(
+    r"\[\s*(session|workflow|user|platform)\s+(constraint|preference|lesson|fact|decision)\s*\|",
+    re.IGNORECASE,
+)
+
+
 def _identifier(value: str | None) -> str | None:
     """Field validator body: identity strings are refused, never silently normalised."""
     if value is None:
@@ -190,6 +199,8 @@ class MemoryCandidate(FrozenModel):
     def _content_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("content must not be empty")
+        if _ITEM_HEADER_LIKE.search(value):
+            raise ValueError("content must not imitate the recall item header '[scope kind |'")
         return _storable(value) or value
 
     @field_validator("context")
