@@ -515,7 +515,18 @@ class MemoryStore:
         Never raises because of the database unless ``request.strict``: a failure returns an
         empty result with ``complete=False`` and logs a warning. See SPEC section 5.
         """
-        return self.retriever.recall(request)
+        if isinstance(request, RecallRequest):
+            return self.retriever.recall(request)
+        if not isinstance(request, Mapping):
+            raise InvalidInput(
+                f"request: a RecallRequest or a mapping, not {type(request).__name__}",
+                fields=("request",),
+            )
+        try:
+            req = RecallRequest(**dict(request))
+        except TypeError as exc:  # e.g. non-string keys
+            raise InvalidInput(f"request: {exc}", fields=("request",)) from exc
+        return self.retriever.recall(req)
 
     # --- idempotent requests -------------------------------------------------------------------
 
