@@ -25,7 +25,7 @@ def mem(tenant: str, scope: str, scope_id: str | None, content: str) -> MemoryCa
 
 
 def count(store: MemoryStore, tenant: str, scope: str, scope_id: str) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(
             conn.execute(
                 sa.text(
@@ -129,7 +129,7 @@ def test_failure_inside_transaction_queues_in_database(
     store.write(mem(tenant, "session", "s-lock", "held"))
     adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
     # Another transaction holds the row lock: the hook hits lock_timeout, queues, returns.
-    with store.engine.connect() as holder:
+    with store.maintenance("test") as holder:
         holder.execute(sa.text("SET lock_timeout = 0"))
         holder.execute(sa.text("SELECT id FROM memories WHERE tenant=:t FOR UPDATE"), {"t": tenant})
         short = make_store(store.url, HashEmbedder(), lock_timeout_ms=200)
@@ -172,7 +172,7 @@ def test_concurrent_reconcile_completes_each_cleanup_once(
     ]
     results = [int(p.communicate(timeout=120)[0].strip()) for p in procs]
     assert sum(results) == 30
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         rows = conn.execute(
             sa.text("SELECT attempts, done_at FROM cleanup_tasks WHERE tenant=:t"), {"t": tenant}
         ).all()

@@ -104,7 +104,7 @@ def names_fields(exc: Exception | None) -> bool:
 
 
 def total_rows(store: MemoryStore) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(conn.execute(sa.text("SELECT count(*) FROM memories")).scalar_one())
 
 

@@ -46,7 +46,7 @@ def user_fact(tenant: str, content: str = "likes tea", **over: Any) -> MemoryCan
 
 
 def rows_of(store: MemoryStore, tenant: str) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(
             conn.execute(
                 sa.text("SELECT count(*) FROM memories WHERE tenant = :t"), {"t": tenant}
@@ -55,7 +55,7 @@ def rows_of(store: MemoryStore, tenant: str) -> int:
 
 
 def all_rows(store: MemoryStore) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(conn.execute(sa.text("SELECT count(*) FROM memories")).scalar_one())
 
 
@@ -287,7 +287,7 @@ def test_admin_write_identical_to_pending_takes_effect(store: MemoryStore, tenan
 
 
 def vector_stats(store: MemoryStore) -> tuple[int, int, str]:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         total, with_vec = conn.execute(
             sa.text("SELECT count(*), count(embedding) FROM memories")
         ).one()

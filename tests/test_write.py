@@ -29,7 +29,7 @@ def cand(tenant: str, **kw: object) -> MemoryCandidate:
 
 
 def count_rows(store: MemoryStore, tenant: str) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(
             conn.execute(
                 sa.text("SELECT count(*) FROM memories WHERE tenant = :t"), {"t": tenant}
@@ -192,7 +192,7 @@ def test_forget_removes_row_and_links(store: MemoryStore, tenant: str, clock: Fi
     assert a_now is not None and a_now.superseded_by is None
     assert a_now.status is Status.SUPERSEDED  # forgetting never resurrects history
     assert store.forget(b.id, tenant=tenant) is False
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         assert (
             conn.execute(
                 sa.text("SELECT count(*) FROM memories WHERE id = :i"), {"i": b.id}
@@ -246,7 +246,7 @@ def test_write_many_is_all_or_nothing(store: MemoryStore, tenant: str) -> None:
 def test_write_many_rolls_back_on_database_error(store: MemoryStore, tenant: str) -> None:
     # A constraint violation in the middle of the batch must leave nothing behind.
     cands = [cand(tenant, content=f"fact {i}", kind="fact") for i in range(3)]
-    with store.engine.begin() as conn:
+    with store.maintenance("test", as_owner=True) as conn:
         conn.execute(
             sa.text(
                 "ALTER TABLE memories ADD CONSTRAINT ck_test_no_fact_2 "
@@ -258,7 +258,7 @@ def test_write_many_rolls_back_on_database_error(store: MemoryStore, tenant: str
             store.write_many(cands)
         assert count_rows(store, tenant) == 0
     finally:
-        with store.engine.begin() as conn:
+        with store.maintenance("test", as_owner=True) as conn:
             conn.execute(sa.text("ALTER TABLE memories DROP CONSTRAINT ck_test_no_fact_2"))
 
 

@@ -93,7 +93,7 @@ class Retriever:
         shape = {"has_workflow": bool(req.workflow_id), "has_session": bool(req.session_id)}
         params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
         trace: list[TraceEntry] = []
-        with self.store.transaction("recall") as conn:
+        with self.store.transaction("recall", tenant=req.tenant) as conn:
             broad: list[Scored] = []
             narrow_ranked: list[Scored] = []
             if req.query.strip():

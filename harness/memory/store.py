@@ -31,6 +31,7 @@ from harness.memory.guard import Guard, default_guard
 from harness.memory.migrate import upgrade_to_head
 from harness.memory.recall import RecallResult
 from harness.memory.retrieval import Retriever
+from harness.memory.rls import assume_app_role
 from harness.memory.rows import memory_from_row
 from harness.memory.runs import RunRecords
 from harness.memory.status import StoreStatus, collect_status
@@ -132,10 +133,14 @@ class MemoryStore:
                 f"-c lock_timeout={settings.lock_timeout_ms}",
             },
         )
+        sa.event.listen(engine, "connect", assume_app_role)
         try:
             if migrate:
                 with translate_errors("migrate"):
                     upgrade_to_head(engine)
+                # The migrating connection may predate the application role: start afresh so
+                # every pooled connection runs as that role.
+                engine.dispose()
             reason: str | None = None
             if embedder is AUTO:
                 embedder, reason = load_embedder(settings.embed_model, settings.embed_model_path)
@@ -191,9 +196,26 @@ class MemoryStore:
         return self.embedder is None
 
     @contextlib.contextmanager
-    def transaction(self, action: str) -> Iterator[Connection]:
-        """One transaction with driver errors translated."""
+    def transaction(self, action: str, *, tenant: str | None = None) -> Iterator[Connection]:
+        """One transaction with driver errors translated, admitting ``tenant``'s rows only.
+
+        Row-level security is defence in depth under the tenant filter every statement has:
+        without ``tenant`` no row of a tenant table is visible or writable.
+        """
         with translate_errors(action), self._engine.begin() as conn:
+            if tenant is not None:
+                conn.execute(sql.set_tenant(tenant))
+            yield conn
+
+    @contextlib.contextmanager
+    def maintenance(self, action: str, *, as_owner: bool = False) -> Iterator[Connection]:
+        """One transaction over every tenant's rows, for work that is cross-tenant by nature
+        (expiry purge, status counts, reconcile, reembed). ``as_owner`` runs it as the login
+        itself, needed to change the schema (re-declaring the vector columns)."""
+        with translate_errors(action), self._engine.begin() as conn:
+            if as_owner:
+                conn.execute(sql.reset_local_role())
+            conn.execute(sql.all_tenants())
             yield conn
 
     # --- embedding model bookkeeping -----------------------------------------------------------
@@ -269,7 +291,7 @@ class MemoryStore:
         cands = self._validate(candidates)
         if not cands:
             return []
-        with self.transaction("write") as conn:
+        with self.transaction("write", tenant=cands[0].tenant) as conn:
             return self._write_validated(conn, cands)
 
     def _write_validated(self, conn: Connection, cands: list[MemoryCandidate]) -> list[Memory]:
@@ -283,16 +305,16 @@ class MemoryStore:
         # and a keyless content is checked and inserted by one writer at a time.
         for name in sorted({n for n in map(_lock_name, cands) if n is not None}):
             conn.execute(sql.lock_name(name))
-        return [
-            self._write_one(
-                conn,
-                cand,
-                pairs[0][i] if pairs else None,
-                pairs[1][i] if pairs else None,
-                now,
-            )
-            for i, cand in enumerate(cands)
-        ]
+        written: list[Memory] = []
+        tenant: str | None = None
+        for i, cand in enumerate(cands):
+            if cand.tenant != tenant:
+                tenant = cand.tenant
+                conn.execute(sql.set_tenant(tenant))
+            vector = pairs[0][i] if pairs else None
+            context_vector = pairs[1][i] if pairs else None
+            written.append(self._write_one(conn, cand, vector, context_vector, now))
+        return written
 
     def _write_one(
         self,
@@ -363,7 +385,7 @@ class MemoryStore:
         (an id of another tenant is not found)."""
         mid = _as_uuid(memory_id)
         tenant = check_identifier(tenant, "tenant")
-        with self.transaction("get") as conn:
+        with self.transaction("get", tenant=tenant) as conn:
             row = conn.execute(sql.by_id(tenant, mid)).mappings().first()
         return memory_from_row(row) if row else None
 
@@ -375,21 +397,21 @@ class MemoryStore:
         scope = _as_scope(scope)
         scope_key = _scope_key(scope, scope_id)
         key = check_identifier(key, "key")
-        with self.transaction("history") as conn:
+        with self.transaction("history", tenant=tenant) as conn:
             rows = conn.execute(sql.history(tenant, scope, scope_key, key)).mappings().all()
         return [memory_from_row(r) for r in rows]
 
     def pending(self, tenant: str) -> list[Memory]:
         """Memories of the tenant waiting for an admin decision, oldest first."""
         tenant = check_identifier(tenant, "tenant")
-        with self.transaction("pending") as conn:
+        with self.transaction("pending", tenant=tenant) as conn:
             rows = conn.execute(sql.pending(tenant)).mappings().all()
         return [memory_from_row(r) for r in rows]
 
     def audit(self, tenant: str) -> list[dict[str, Any]]:
         """Every approval decision of the tenant, oldest first (who, when, what, reason)."""
         tenant = check_identifier(tenant, "tenant")
-        with self.transaction("audit") as conn:
+        with self.transaction("audit", tenant=tenant) as conn:
             return [dict(r) for r in conn.execute(sql.approval_audit(tenant)).mappings().all()]
 
     # --- approval ------------------------------------------------------------------------------
@@ -426,7 +448,7 @@ class MemoryStore:
         tenant = check_identifier(tenant, "tenant")
         mid = _as_uuid(memory_id)
         now = self.clock.now()
-        with self.transaction(decision) as conn:
+        with self.transaction(decision, tenant=tenant) as conn:
             row = conn.execute(sql.by_id(tenant, mid, for_update=True)).mappings().first()
             if row is None:
                 raise MemoryNotFound(f"tenant {tenant!r} has no memory with id {mid}")
@@ -478,7 +500,7 @@ class MemoryStore:
         False when the tenant has no memory with that id (another tenant's id included)."""
         mid = _as_uuid(memory_id)
         tenant = check_identifier(tenant, "tenant")
-        with self.transaction("forget") as conn:
+        with self.transaction("forget", tenant=tenant) as conn:
             row = conn.execute(sql.by_id(tenant, mid, for_update=True)).mappings().first()
             if row is None:
                 return False
@@ -492,7 +514,7 @@ class MemoryStore:
         tenant = check_identifier(tenant, "tenant")
         scope = _as_scope(scope)
         scope_key = _scope_key(scope, scope_id)
-        with self.transaction("delete scope") as conn:
+        with self.transaction("delete scope", tenant=tenant) as conn:
             return conn.execute(sql.delete_scope(tenant, scope, scope_key)).rowcount
 
     def purge_expired(self, now: datetime | None = None) -> int:
@@ -501,7 +523,7 @@ class MemoryStore:
             raise InvalidInput("now: a timezone-aware datetime", fields=("now",))
         at = now or self.clock.now()
         total = 0
-        with self.transaction("purge expired") as conn:
+        with self.maintenance("purge expired") as conn:
             tenants = conn.execute(sql.tenants_with_expired(at)).scalars().all()
             for tenant in tenants:
                 total += conn.execute(sql.purge_expired(tenant, at)).rowcount
@@ -549,6 +571,7 @@ class MemoryStore:
         tenant = check_identifier(tenant, "tenant")
         key = check_identifier(key, "Idempotency-Key")
         with translate_errors("idempotent request"), self._engine.connect() as conn:
+            conn.execute(sql.set_tenant(tenant))
             conn.execute(sql.lock_idempotency(tenant, key))
             record = conn.execute(sql.idempotency_record(tenant, key)).mappings().first()
             if record is not None:
@@ -571,6 +594,7 @@ class MemoryStore:
             if status >= 500:
                 conn.rollback()
                 return status, payload, False
+            conn.execute(sql.set_tenant(tenant))  # the batch may have named other tenants
             conn.execute(
                 sql.insert_idempotency_record(
                     {

@@ -53,8 +53,12 @@ def check_model(conn: Connection, embedder: Embedder) -> None:
 def ensure_dimension(conn: Connection, dim: int) -> None:
     """Re-declare the vector columns when they are not ``vector(dim)`` (clears vectors)."""
     if conn.execute(sql.vector_column_type()).scalar_one() != f"vector({dim})":
+        # Only the tables' owner may re-declare a column: the login, for these statements.
+        role = conn.execute(sql.current_role()).scalar_one()
+        conn.execute(sql.reset_local_role())
         for statement in sql.retype_vectors(dim):
             conn.execute(statement)
+        conn.execute(sql.set_local_role(role))
 
 
 def record_model(conn: Connection, embedder: Embedder, *, overwrite: bool = False) -> None:
@@ -131,7 +135,7 @@ def reembed(
         raise StoreError(
             f"reembed needs an embedding model; none could be loaded ({store.lexical_reason})"
         )
-    with store.transaction("reembed prepare") as conn:
+    with store.maintenance("reembed prepare", as_owner=True) as conn:
         # Recorded first, so a process still writing with the old model is refused from now on
         # instead of mixing its vectors into the rebuilt ones.
         conn.execute(sql.lock_model(shared=False))
@@ -143,7 +147,7 @@ def reembed(
     done = 0
     after: uuid.UUID | None = None
     while True:
-        with store.transaction("reembed") as conn:
+        with store.maintenance("reembed") as conn:
             rows = conn.execute(sql.missing_embeddings(batch_size, after, all_rows=all_rows)).all()
             if not rows:
                 break
