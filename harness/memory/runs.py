@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from harness.identifiers import check_identifier, check_optional_identifier
 from harness.memory import sql
 
 if TYPE_CHECKING:
@@ -30,6 +31,10 @@ class RunRecords:
         at: datetime,
     ) -> None:
         """Record a run as started. Side effect: one row inserted."""
+        tenant = check_identifier(tenant, "tenant")
+        check_identifier(user_id, "user_id")
+        check_optional_identifier(workflow_id, "workflow_id")
+        check_optional_identifier(session_id, "session_id")
         with self._store.transaction("record run", tenant=tenant) as conn:
             conn.execute(
                 sql.insert_run(

@@ -39,8 +39,11 @@ def upgrade() -> None:
             IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
                 CREATE ROLE {APP_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;
             END IF;
-        EXCEPTION WHEN insufficient_privilege THEN
-            RAISE NOTICE 'role {APP_ROLE} not created (%); an operator creates it', SQLERRM;
+        EXCEPTION
+            WHEN duplicate_object OR unique_violation THEN
+                NULL;  -- created meanwhile by a migration of another database
+            WHEN insufficient_privilege THEN
+                RAISE NOTICE 'role {APP_ROLE} not created (%); an operator creates it', SQLERRM;
         END $$
     """)
     tables = ", ".join(TABLES)
