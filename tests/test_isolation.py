@@ -195,6 +195,8 @@ def test_another_tenants_id_is_not_found(store: MemoryStore, tenant: str) -> Non
         (lambda s, m: s.get(12345, tenant="t"), "memory_id"),
         (lambda s, m: s.get(m, tenant=None), "tenant"),
         (lambda s, m: s.write_many(None), "candidates"),
+        (lambda s, m: s.recall("str"), "request"),
+        (lambda s, m: s.recall({1: "x"}), "request"),
         (lambda s, m: s.write_many("abc"), "candidates"),
         (lambda s, m: s.write_many([42]), "candidate"),
         (lambda s, m: s.history("t", "team", "x", "k"), "scope"),
@@ -353,3 +355,15 @@ def test_first_writers_with_two_models_record_one(fresh_db_url: str, tenant: str
     finally:
         for s in stores:
             s.close()
+
+
+def test_model_validate_raises_invalid_input_naming_fields() -> None:
+    with pytest.raises(InvalidInput) as info:
+        MemoryCandidate.model_validate({"tenant": 1, "scope": "user", "kind": "fact"})
+    assert {"tenant", "content"} <= set(info.value.fields)
+    with pytest.raises(InvalidInput) as info:
+        MemoryCandidate.model_validate_json(
+            '{"tenant": "t", "scope": "user", "scope_id": "a", '
+            '"kind": "fact", "content": "x\\u0000"}'
+        )
+    assert info.value.fields == ("content",)
