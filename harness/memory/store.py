@@ -291,13 +291,23 @@ class MemoryStore:
         cands = self._validate(candidates)
         if not cands:
             return []
+        pairs = self._embed(cands)  # before taking a pooled connection
         with self.transaction("write", tenant=cands[0].tenant) as conn:
-            return self._write_validated(conn, cands)
+            return self._write_validated(conn, cands, pairs, cands[0].tenant)
 
-    def _write_validated(self, conn: Connection, cands: list[MemoryCandidate]) -> list[Memory]:
-        pairs = vectors.embed_or_none(
+    def _embed(self, cands: list[MemoryCandidate]) -> vectors.Pairs | None:
+        return vectors.embed_or_none(
             self.embedder, [c.content for c in cands], [c.context for c in cands]
         )
+
+    def _write_validated(
+        self,
+        conn: Connection,
+        cands: list[MemoryCandidate],
+        pairs: vectors.Pairs | None,
+        tenant: str | None,
+    ) -> list[Memory]:
+        """Write validated candidates on ``conn``, whose transaction admits ``tenant``."""
         now = self.clock.now()
         if pairs is not None and self.embedder is not None:
             vectors.claim_model(conn, self.embedder)
@@ -306,7 +316,6 @@ class MemoryStore:
         for name in sorted({n for n in map(_lock_name, cands) if n is not None}):
             conn.execute(sql.lock_name(name))
         written: list[Memory] = []
-        tenant: str | None = None
         for i, cand in enumerate(cands):
             if cand.tenant != tenant:
                 tenant = cand.tenant
@@ -588,7 +597,9 @@ class MemoryStore:
                 candidates: Sequence[MemoryCandidate | Mapping[str, Any]],
             ) -> list[Memory]:
                 cands = self._validate(candidates)
-                return self._write_validated(conn, cands) if cands else []
+                if not cands:
+                    return []
+                return self._write_validated(conn, cands, self._embed(cands), tenant)
 
             status, payload, _ = attempt(write_here)
             if status >= 500:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "META_DIM",
     "META_MODEL",
+    "Pairs",
     "check_model",
     "claim_model",
     "embed_or_none",
