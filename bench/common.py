@@ -113,8 +113,13 @@ class CachedEmbedder:
 def settle(store: MemoryStore) -> None:
     """VACUUM ANALYZE after a bulk load: the steady state autovacuum reaches in production
     (visibility map and hint bits set, statistics fresh), so timings do not measure it."""
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(sa.text("VACUUM ANALYZE memories"))
+    # VACUUM needs the table's owner: the login itself, not the store's application role.
+    owner = sa.create_engine(store.url, poolclass=sa.NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with owner.connect() as conn:
+            conn.execute(sa.text("VACUUM ANALYZE memories"))
+    finally:
+        owner.dispose()
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

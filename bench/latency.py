@@ -83,7 +83,7 @@ def paste_everything(store: MemoryStore, ds: Dataset) -> dict[str, int]:
     """Characters the whole readable set would cost, against the budgeted recall block."""
     params = memory_sql.readable_params(TENANT, USER, WORKFLOW, None, store.clock.now())
     readable = memory_sql.readable_filter(has_workflow=True, has_session=False)
-    with store.engine.connect() as conn:
+    with store.transaction("paste everything", tenant=TENANT) as conn:
         rows = conn.execute(sa.select(*memory_sql.MEMORY_COLUMNS).where(readable), params)
         total = sum(len(render_item(memory_from_row(r))) + 1 for r in rows.mappings())
     r = store.recall(
@@ -129,7 +129,7 @@ def explain(store: MemoryStore, ds: Dataset, exact: bool) -> str:
             statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement
         return statement, parameters
 
-    with store.engine.begin() as conn:
+    with store.transaction("explain", tenant=TENANT) as conn:
         if not exact:
             conn.execute(memory_sql.hnsw_settings(400))
         event.listen(conn, "before_cursor_execute", prefix, retval=True)

@@ -170,11 +170,12 @@ def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOpti
 def admin_approve(
     memory_id: str,
     by: Annotated[str, typer.Option("--by", help="who approves")],
+    tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
     url: UrlOption = None,
 ) -> None:
-    """Approve a pending memory (audited)."""
+    """Approve a pending memory of the tenant (audited)."""
     with _adapter(url) as adapter:
-        m = adapter.approve(memory_id, by)
+        m = adapter.approve(memory_id, by, tenant=tenant)
     console.print(f"approved {m.id} ({m.status.value})")
 
 
@@ -183,11 +184,12 @@ def admin_reject(
     memory_id: str,
     by: Annotated[str, typer.Option("--by", help="who rejects")],
     reason: Annotated[str, typer.Option("--reason", help="why")],
+    tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
     url: UrlOption = None,
 ) -> None:
-    """Reject a pending memory with a reason (audited)."""
+    """Reject a pending memory of the tenant with a reason (audited)."""
     with _adapter(url) as adapter:
-        m = adapter.reject(memory_id, by, reason)
+        m = adapter.reject(memory_id, by, reason, tenant=tenant)
     console.print(f"rejected {m.id}")
 
 

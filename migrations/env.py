@@ -17,6 +17,10 @@ config = context.config
 def _run(connection: Connection) -> None:
     with connection.begin():
         connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        # A store's pooled connection runs as the application role: migrations run as the login
+        # (the owner), over every tenant's rows, for this transaction only.
+        connection.execute(text("SET LOCAL ROLE NONE"))
+        connection.execute(text("SELECT set_config('harness.all_tenants', 'on', true)"))
         context.configure(connection=connection, target_metadata=metadata, compare_type=True)
         context.run_migrations()
 

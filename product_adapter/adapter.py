@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from datetime import datetime
@@ -11,6 +12,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Connection
 
 from harness.errors import HarnessError, InvalidInput
+from harness.identifiers import check_identifier
 from harness.memory import sql as memory_sql
 from harness.memory.store import MemoryStore
 from harness.memory.types import Memory, Scope
@@ -50,10 +52,8 @@ class ProductAdapter:
         return self._hook(tenant, "session", session_id)
 
     def _hook(self, tenant: str, target: Target, target_id: str) -> bool:
-        if not tenant or not target_id:
-            raise InvalidInput(
-                "tenant and id are required", fields=("tenant",) if not tenant else ("id",)
-            )
+        check_identifier(tenant, "tenant")
+        check_identifier(target_id, f"{target}_id")
         task = {
             "id": uuid.uuid4().hex,
             "tenant": tenant,
@@ -62,7 +62,7 @@ class ProductAdapter:
             "created_at": self.store.clock.now().isoformat(),
         }
         try:
-            with self.store.transaction(f"{target} cleanup") as conn:
+            with self.store.transaction(f"{target} cleanup", tenant=tenant) as conn:
                 _cleanup(conn, tenant, target, target_id)
             return True
         except Exception as exc:  # best-effort: the product's own operation must go on
@@ -78,7 +78,7 @@ class ProductAdapter:
 
     def _queue(self, task: dict[str, Any]) -> None:
         try:
-            with self.store.transaction("queue cleanup") as conn:
+            with self.store.transaction("queue cleanup", tenant=task["tenant"]) as conn:
                 conn.execute(sql.enqueue(_row(task)))
             return
         except Exception as exc:  # database still down: the spool keeps it across restarts
@@ -94,7 +94,7 @@ class ProductAdapter:
         """Move spooled cleanups into the database queue. Returns how many moved."""
 
         def sink(entries: list[dict[str, Any]]) -> None:
-            with self.store.transaction("drain spool") as conn:
+            with self.store.maintenance("drain spool") as conn:
                 for entry in entries:
                     conn.execute(sql.enqueue(_row(entry)))
 
@@ -115,7 +115,7 @@ class ProductAdapter:
         return finished
 
     def _finish_one(self) -> bool:
-        with self.store.transaction("reconcile") as conn:
+        with self.store.maintenance("reconcile") as conn:
             task = conn.execute(sql.claim_next()).mappings().first()
             if task is None:
                 return False
@@ -127,12 +127,19 @@ class ProductAdapter:
         """Cleanups not yet finished: queued in the database plus still in the spool."""
         spooled = sum(1 for e in self.spool.entries() if tenant is None or e["tenant"] == tenant)
         try:
-            with self.store.transaction("count cleanups") as conn:
+            with self._count_transaction(tenant) as conn:
                 queued = sum(int(n) for _, n in conn.execute(sql.count_open(tenant)))
         except HarnessError:
             queued = 0
             log.warning("database unreachable; counting spooled cleanups only")
         return spooled + queued
+
+    def _count_transaction(
+        self, tenant: str | None
+    ) -> contextlib.AbstractContextManager[Connection]:
+        if tenant is None:
+            return self.store.maintenance("count cleanups")
+        return self.store.transaction("count cleanups", tenant=check_identifier(tenant, "tenant"))
 
     def spooled_by_tenant(self) -> dict[str, int]:
         """Spooled (not yet in the database) cleanups per tenant."""
@@ -147,13 +154,16 @@ class ProductAdapter:
         """Platform memories waiting for an admin."""
         return self.store.pending(tenant)
 
-    def approve(self, memory_id: uuid.UUID | str, approver: str) -> Memory:
-        """Approve (audited). Unknown ids and non-pending items raise typed errors."""
-        return self.store.approve(memory_id, approver)
+    def approve(self, memory_id: uuid.UUID | str, approver: str, *, tenant: str) -> Memory:
+        """Approve the tenant's pending memory (audited). Unknown ids, ids of another tenant
+        (``MemoryNotFound``) and non-pending items raise typed errors."""
+        return self.store.approve(memory_id, approver, tenant=tenant)
 
-    def reject(self, memory_id: uuid.UUID | str, approver: str, reason: str) -> Memory:
-        """Reject with a reason (audited)."""
-        return self.store.reject(memory_id, approver, reason)
+    def reject(
+        self, memory_id: uuid.UUID | str, approver: str, reason: str, *, tenant: str
+    ) -> Memory:
+        """Reject the tenant's pending memory with a reason (audited)."""
+        return self.store.reject(memory_id, approver, reason, tenant=tenant)
 
     def audit(self, tenant: str) -> list[dict[str, Any]]:
         """Every approval decision of the tenant."""

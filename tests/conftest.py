@@ -148,10 +148,10 @@ def store(db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
 
 @pytest.fixture
 def semantic_store(
-    db_url: str, clock: FixedClock, real_embedder: Embedder
+    semantic_db_url: str, clock: FixedClock, real_embedder: Embedder
 ) -> Iterator[MemoryStore]:
-    """A store with the real embedding model."""
-    s = make_store(db_url, real_embedder, clock)
+    """A store with the real embedding model (its own database: a store never mixes models)."""
+    s = make_store(semantic_db_url, real_embedder, clock)
     yield s
     s.close()
 
@@ -162,3 +162,13 @@ def lexical_store(db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
         s = make_store(db_url, None, clock)
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def semantic_db_url(server_url: str) -> str:
+    """A migrated database for stores with the real model (vectors of one model per store)."""
+    url = create_database(server_url, f"harness_semantic_{os.getpid()}")
+    engine = sa.create_engine(url)
+    upgrade_to_head(engine)
+    engine.dispose()
+    return url

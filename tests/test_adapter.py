@@ -25,7 +25,7 @@ def mem(tenant: str, scope: str, scope_id: str | None, content: str) -> MemoryCa
 
 
 def count(store: MemoryStore, tenant: str, scope: str, scope_id: str) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(
             conn.execute(
                 sa.text(
@@ -52,7 +52,7 @@ def test_workflow_deleted_removes_memories_and_runs(
     adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
     assert adapter.workflow_deleted(tenant, "wf-1") is True
     assert count(store, tenant, "workflow", "wf-1") == 0
-    assert store.get(other.id) is not None
+    assert store.get(other.id, tenant=tenant) is not None
     assert store.runs.list(tenant, "wf-1") == []
     assert adapter.pending_cleanups(tenant) == 0
 
@@ -64,7 +64,7 @@ def test_session_ended_removes_session_memories(
     keep = store.write(mem(tenant, "user", "alice", "lasting preference"))
     assert ProductAdapter(store, tmp_path / "spool").session_ended(tenant, "s-1") is True
     assert count(store, tenant, "session", "s-1") == 0
-    assert store.get(keep.id) is not None
+    assert store.get(keep.id, tenant=tenant) is not None
 
 
 def test_closed_port_queues_durably_and_reconcile_finishes(
@@ -129,7 +129,7 @@ def test_failure_inside_transaction_queues_in_database(
     store.write(mem(tenant, "session", "s-lock", "held"))
     adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
     # Another transaction holds the row lock: the hook hits lock_timeout, queues, returns.
-    with store.engine.connect() as holder:
+    with store.maintenance("test") as holder:
         holder.execute(sa.text("SET lock_timeout = 0"))
         holder.execute(sa.text("SELECT id FROM memories WHERE tenant=:t FOR UPDATE"), {"t": tenant})
         short = make_store(store.url, HashEmbedder(), lock_timeout_ms=200)
@@ -172,7 +172,7 @@ def test_concurrent_reconcile_completes_each_cleanup_once(
     ]
     results = [int(p.communicate(timeout=120)[0].strip()) for p in procs]
     assert sum(results) == 30
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         rows = conn.execute(
             sa.text("SELECT attempts, done_at FROM cleanup_tasks WHERE tenant=:t"), {"t": tenant}
         ).all()
@@ -192,9 +192,9 @@ def test_admin_approval_through_adapter(store: MemoryStore, tenant: str, tmp_pat
         )  # type: ignore[arg-type]
     )
     assert [p.id for p in adapter.pending_approvals(tenant)] == [m.id]
-    assert adapter.approve(m.id, "carol").status is Status.ACTIVE
+    assert adapter.approve(m.id, "carol", tenant=tenant).status is Status.ACTIVE
     with pytest.raises(ConflictingState):
-        adapter.reject(m.id, "carol", "too late")
+        adapter.reject(m.id, "carol", "too late", tenant=tenant)
     with pytest.raises(MemoryNotFound):
-        adapter.approve("00000000-0000-0000-0000-000000000000", "carol")
+        adapter.approve("00000000-0000-0000-0000-000000000000", "carol", tenant=tenant)
     assert [a["actor"] for a in adapter.audit(tenant)] == ["carol"]

@@ -26,7 +26,7 @@ def test_status_shows_revision_mode_counts_and_redacts(
     )
     result = runner.invoke(app, ["status", "--url", db_url.replace("postgres:@", "postgres:pw@")])
     assert result.exit_code == 0, result.output
-    assert "schema revision 0002" in result.output
+    assert "schema revision 0003" in result.output
     assert "lexical-only" in result.output
     assert tenant in result.output
     assert "pw@" not in result.output and "***" in result.output
@@ -35,7 +35,7 @@ def test_status_shows_revision_mode_counts_and_redacts(
 def test_init_is_idempotent(db_url: str) -> None:
     for _ in range(2):
         result = runner.invoke(app, ["init", "--url", db_url])
-        assert result.exit_code == 0 and "revision 0002" in result.output
+        assert result.exit_code == 0 and "revision 0003" in result.output
 
 
 def test_admin_flow(store: MemoryStore, tenant: str, db_url: str) -> None:
@@ -50,9 +50,13 @@ def test_admin_flow(store: MemoryStore, tenant: str, db_url: str) -> None:
     )
     out = runner.invoke(app, ["admin", "pending", "--tenant", tenant, "--url", db_url]).output
     assert str(m.id) in out and "Cite sources" in out
-    ok = runner.invoke(app, ["admin", "approve", str(m.id), "--by", "root", "--url", db_url])
+    ok = runner.invoke(
+        app, ["admin", "approve", str(m.id), "--by", "root", "--tenant", tenant, "--url", db_url]
+    )
     assert ok.exit_code == 0 and "approved" in ok.output
-    again = runner.invoke(app, ["admin", "approve", str(m.id), "--by", "root", "--url", db_url])
+    again = runner.invoke(
+        app, ["admin", "approve", str(m.id), "--by", "root", "--tenant", tenant, "--url", db_url]
+    )
     assert again.exit_code == 2 and "not pending" in again.output
     unknown = runner.invoke(
         app,
@@ -64,11 +68,13 @@ def test_admin_flow(store: MemoryStore, tenant: str, db_url: str) -> None:
             "root",
             "--reason",
             "no",
+            "--tenant",
+            tenant,
             "--url",
             db_url,
         ],
     )
-    assert unknown.exit_code == 2 and "no memory with id" in unknown.output
+    assert unknown.exit_code == 2 and "has no memory with id" in unknown.output
     audit = runner.invoke(app, ["admin", "audit", "--tenant", tenant, "--url", db_url]).output
     assert "approved" in audit and "root" in audit
 

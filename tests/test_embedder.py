@@ -91,7 +91,7 @@ def test_embedding_failure_still_writes(store: MemoryStore, tenant: str) -> None
 
     store.embedder = Broken()
     m = store.write(fact(tenant, "written without a vector"))
-    assert store.get(m.id) is not None and not m.has_embedding
+    assert store.get(m.id, tenant=tenant) is not None and not m.has_embedding
 
 
 def test_reembed_rebuilds_a_lessons_context_vector(fresh_db_url: str, tenant: str) -> None:
@@ -118,7 +118,7 @@ def test_reembed_rebuilds_a_lessons_context_vector(fresh_db_url: str, tenant: st
     fixer = MemoryStore.connect(fresh_db_url, embedder=new_model, check_model=False)
     try:
         assert fixer.reembed(batch_size=10) == 1
-        with fixer.engine.connect() as conn:
+        with fixer.maintenance("read vectors") as conn:
             content_vec, context_vec = conn.execute(
                 sa.text(
                     "SELECT embedding::text, context_embedding::text FROM memories WHERE id = :i"

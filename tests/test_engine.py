@@ -26,7 +26,7 @@ FEEDBACK = "The summary must start with a three-line TL;DR and name every incide
 
 
 def rows(store: MemoryStore, tenant: str) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(
             conn.execute(
                 sa.text("SELECT count(*) FROM memories WHERE tenant=:t"), {"t": tenant}

@@ -313,7 +313,7 @@ def test_ingest_checks_key_body_guard_and_is_idempotent(
     clash = httpx.post(url, json=good, headers=key)
     assert clash.status_code == 409
     ids = [m["id"] for m in first.json()["memories"]]
-    assert all(store.get(i) is not None for i in ids)
+    assert all(store.get(i, tenant=tenant) is not None for i in ids)
     out = http_call(
         http_server["base"],
         http_server["alice"],

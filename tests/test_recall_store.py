@@ -207,7 +207,7 @@ def test_expired_pending_rejected_superseded_are_never_recalled(
             source={"origin": "verdict"},
         )
     )
-    store.reject(rejected.id, "admin", "no")
+    store.reject(rejected.id, "admin", "no", tenant=tenant)
     old = store.write(cand(tenant, "user", "alice", "preference", f"{TOPIC} old", key="k"))
     new = store.write(cand(tenant, "user", "alice", "preference", f"{TOPIC} new", key="k"))
     later = clock.at + timedelta(minutes=10)

@@ -80,17 +80,17 @@ class SupersessionMachine(RuleBasedStateMachine):
     def approve(self, memory_id: uuid.UUID) -> None:
         if memory_id in self.pending:
             scope, key = self.pending.pop(memory_id)
-            m = self.store.approve(memory_id, approver="admin")
+            m = self.store.approve(memory_id, approver="admin", tenant=self.tenant)
             assert m.supersedes == self.active.get((scope, key))
             self.active[(scope, key)] = memory_id
         elif memory_id not in self.gone:
             with pytest.raises(ConflictingState):
-                self.store.approve(memory_id, approver="admin")
+                self.store.approve(memory_id, approver="admin", tenant=self.tenant)
 
     @rule(memory_id=written)
     def forget(self, memory_id: uuid.UUID) -> None:
         existed = memory_id not in self.gone
-        assert self.store.forget(memory_id) is existed
+        assert self.store.forget(memory_id, tenant=self.tenant) is existed
         self.gone.add(memory_id)
         self.pending.pop(memory_id, None)
         for place, active_id in list(self.active.items()):

@@ -32,7 +32,7 @@ def test_enums_accept_lower_case_strings() -> None:
         ({"scope": "team"}, "scope"),
         ({"kind": "opinion"}, "kind"),
         ({"scope_id": None}, "__root__"),
-        ({"scope_id": "  "}, "__root__"),
+        ({"scope_id": "  "}, "scope_id"),
         ({"scope": "platform", "scope_id": "x"}, "__root__"),
         ({"content": ""}, "content"),
         ({"content": "   \n\t"}, "content"),

@@ -29,7 +29,7 @@ def cand(tenant: str, **kw: object) -> MemoryCandidate:
 
 
 def count_rows(store: MemoryStore, tenant: str) -> int:
-    with store.engine.connect() as conn:
+    with store.maintenance("test") as conn:
         return int(
             conn.execute(
                 sa.text("SELECT count(*) FROM memories WHERE tenant = :t"), {"t": tenant}
@@ -42,11 +42,11 @@ def test_write_then_get_round_trips(store: MemoryStore, tenant: str) -> None:
         cand(tenant, key="answer.length", priority=3, source={"origin": "api", "run_id": "run-1"})
     )
     assert m.status is Status.ACTIVE and m.priority == 3 and m.has_embedding
-    got = store.get(m.id)
+    got = store.get(m.id, tenant=tenant)
     assert got == m
     assert got is not None and got.source.run_id == "run-1"
-    assert store.get(uuid.uuid4()) is None
-    assert store.get(str(m.id)) == m
+    assert store.get(uuid.uuid4(), tenant=tenant) is None
+    assert store.get(str(m.id), tenant=tenant) == m
 
 
 def test_keyed_write_supersedes_with_linear_history(
@@ -69,7 +69,7 @@ def test_supersession_is_per_scope_id_and_tenant(store: MemoryStore, tenant: str
     b = store.write(cand(tenant, key="lang", scope_id="bob"))
     c = store.write(cand(tenant + "-other", key="lang", scope_id="alice"))
     for m in (a, b, c):
-        got = store.get(m.id)
+        got = store.get(m.id, tenant=m.tenant)
         assert got is not None and got.status is Status.ACTIVE
 
 
@@ -142,12 +142,12 @@ def test_approve_activates_supersedes_and_audits(store: MemoryStore, tenant: str
             source={"origin": "completion"},
         )
     )
-    still = store.get(old.id)
+    still = store.get(old.id, tenant=tenant)
     assert still is not None and still.status is Status.ACTIVE  # pending does not supersede
-    approved = store.approve(new.id, approver="root")
+    approved = store.approve(new.id, approver="root", tenant=tenant)
     assert approved.status is Status.ACTIVE and approved.supersedes == old.id
     assert approved.approval is not None and approved.approval.by == "root"
-    old_now = store.get(old.id)
+    old_now = store.get(old.id, tenant=tenant)
     assert old_now is not None and old_now.status is Status.SUPERSEDED
     assert old_now.superseded_by == new.id
     audit = store.audit(tenant)
@@ -155,9 +155,9 @@ def test_approve_activates_supersedes_and_audits(store: MemoryStore, tenant: str
         (new.id, "approved", "root")
     ]
     with pytest.raises(ConflictingState, match="not pending"):
-        store.approve(new.id, approver="root")
+        store.approve(new.id, approver="root", tenant=tenant)
     with pytest.raises(MemoryNotFound):
-        store.approve(uuid.uuid4(), approver="root")
+        store.approve(uuid.uuid4(), approver="root", tenant=tenant)
 
 
 def test_reject_needs_reason_and_is_audited(store: MemoryStore, tenant: str) -> None:
@@ -172,10 +172,10 @@ def test_reject_needs_reason_and_is_audited(store: MemoryStore, tenant: str) -> 
         )
     )
     with pytest.raises(InvalidInput, match="reason"):
-        store.reject(m.id, approver="root", reason=" ")
+        store.reject(m.id, approver="root", reason=" ", tenant=tenant)
     with pytest.raises(InvalidInput, match="approver"):
-        store.approve(m.id, approver="")
-    r = store.reject(m.id, approver="root", reason="not a policy")
+        store.approve(m.id, approver="", tenant=tenant)
+    r = store.reject(m.id, approver="root", reason="not a policy", tenant=tenant)
     assert r.status is Status.REJECTED and r.approval is not None
     assert r.approval.reason == "not a policy"
     assert store.audit(tenant)[-1]["reason"] == "not a policy"
@@ -186,13 +186,13 @@ def test_forget_removes_row_and_links(store: MemoryStore, tenant: str, clock: Fi
     a = store.write(cand(tenant, key="k", content="first"))
     clock.at += timedelta(seconds=1)
     b = store.write(cand(tenant, key="k", content="second"))
-    assert store.forget(b.id) is True
-    assert store.get(b.id) is None
-    a_now = store.get(a.id)
+    assert store.forget(b.id, tenant=tenant) is True
+    assert store.get(b.id, tenant=tenant) is None
+    a_now = store.get(a.id, tenant=tenant)
     assert a_now is not None and a_now.superseded_by is None
     assert a_now.status is Status.SUPERSEDED  # forgetting never resurrects history
-    assert store.forget(b.id) is False
-    with store.engine.connect() as conn:
+    assert store.forget(b.id, tenant=tenant) is False
+    with store.maintenance("test") as conn:
         assert (
             conn.execute(
                 sa.text("SELECT count(*) FROM memories WHERE id = :i"), {"i": b.id}
@@ -206,11 +206,13 @@ def test_delete_scope_and_purge_expired(store: MemoryStore, tenant: str, clock: 
     store.write(cand(tenant, scope="workflow", scope_id="wf-1", content="wf b"))
     keep = store.write(cand(tenant, scope="workflow", scope_id="wf-2", content="wf c"))
     assert store.delete_scope(tenant, "workflow", "wf-1") == 2
-    assert store.get(keep.id) is not None
+    assert store.get(keep.id, tenant=tenant) is not None
     soon = store.write(cand(tenant, content="temporary", expires_at=clock.at + timedelta(hours=1)))
     later = store.write(cand(tenant, content="lasting", expires_at=clock.at + timedelta(days=9)))
     assert store.purge_expired(now=clock.at + timedelta(hours=2)) >= 1
-    assert store.get(soon.id) is None and store.get(later.id) is not None
+    assert (
+        store.get(soon.id, tenant=tenant) is None and store.get(later.id, tenant=tenant) is not None
+    )
 
 
 def test_content_over_maximum_is_invalid_and_nothing_written(db_url: str, tenant: str) -> None:
@@ -244,7 +246,7 @@ def test_write_many_is_all_or_nothing(store: MemoryStore, tenant: str) -> None:
 def test_write_many_rolls_back_on_database_error(store: MemoryStore, tenant: str) -> None:
     # A constraint violation in the middle of the batch must leave nothing behind.
     cands = [cand(tenant, content=f"fact {i}", kind="fact") for i in range(3)]
-    with store.engine.begin() as conn:
+    with store.maintenance("test", as_owner=True) as conn:
         conn.execute(
             sa.text(
                 "ALTER TABLE memories ADD CONSTRAINT ck_test_no_fact_2 "
@@ -256,7 +258,7 @@ def test_write_many_rolls_back_on_database_error(store: MemoryStore, tenant: str
             store.write_many(cands)
         assert count_rows(store, tenant) == 0
     finally:
-        with store.engine.begin() as conn:
+        with store.maintenance("test", as_owner=True) as conn:
             conn.execute(sa.text("ALTER TABLE memories DROP CONSTRAINT ck_test_no_fact_2"))
 
 
@@ -300,5 +302,5 @@ def test_bad_scope_in_read_api_is_typed(store: MemoryStore, tenant: str) -> None
     with pytest.raises(InvalidInput, match="scope"):
         store.history(tenant, "team", "x", "k")
     with pytest.raises(InvalidInput, match="memory_id"):
-        store.get("not-a-uuid")
+        store.get("not-a-uuid", tenant=tenant)
     assert Kind("fact") is Kind.FACT

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mcp.server.auth.provider import AccessToken
 
-from harness.errors import InvalidInput
+from harness.identifiers import check_identifier, check_optional_identifier
 
 __all__ = ["Identity", "TokenFile", "TokenFileVerifier", "hash_token"]
 
@@ -25,8 +25,9 @@ class Identity:
     workflow_id: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.tenant or not self.user_id:
-            raise InvalidInput("identity needs a tenant and a user", fields=("tenant", "user_id"))
+        check_identifier(self.tenant, "tenant")
+        check_identifier(self.user_id, "user_id")
+        check_optional_identifier(self.workflow_id, "workflow_id")
 
 
 def hash_token(token: str) -> str:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from harness.errors import InvalidInput, MemoryRejected, StoreError
-from harness.memory.store import MemoryStore
+from harness.errors import EmbeddingModelMismatch, InvalidInput, MemoryRejected, StoreError
+from harness.identifiers import identifier_problem
+from harness.memory.store import MemoryStore, WriteMany
 from harness.memory.types import Memory, MemoryCandidate
 
 __all__ = ["IngestHandler"]
@@ -53,6 +53,8 @@ class IngestHandler:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(400, f"body is not valid JSON: {exc}", fields=["body"])
+        except RecursionError:
+            return _error(400, "body is nested too deeply", fields=["body"])
         items = body if isinstance(body, list) else [body]
         if not items or len(items) > MAX_BATCH or not all(isinstance(i, dict) for i in items):
             return _error(
@@ -66,28 +68,31 @@ class IngestHandler:
                 fields = [f"{n}.{f}" if isinstance(body, list) else f for f in exc.fields]
                 return _error(400, str(exc), fields=fields)
         key = request.headers.get("idempotency-key")
+        if key is not None and (problem := identifier_problem(key)) is not None:
+            return _error(400, f"Idempotency-Key: {problem}", fields=["Idempotency-Key"])
         digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()
         try:
             return await anyio.to_thread.run_sync(self._write, candidates, key, digest)
-        except StoreError as exc:
+        except (StoreError, EmbeddingModelMismatch) as exc:
             return _error(503, f"memory store unavailable: {exc}")
 
     def _write(self, candidates: list[MemoryCandidate], key: str | None, digest: str) -> Response:
         if key is None:
-            return self._respond(*self._attempt(candidates))
-        if not 1 <= len(key) <= 200:
-            return _error(
-                400, "Idempotency-Key must be 1-200 characters", fields=["Idempotency-Key"]
-            )
+            return self._respond(*self._attempt(candidates, self.store.write_many))
         tenant = candidates[0].tenant
         return self._respond(
-            *self.store.idempotent(tenant, key, digest, lambda: self._attempt(candidates)),
+            *self.store.idempotent(
+                tenant, key, digest, lambda write_many: self._attempt(candidates, write_many)
+            ),
             replay_header=True,
         )
 
-    def _attempt(self, candidates: list[MemoryCandidate]) -> tuple[int, dict[str, Any], bool]:
+    @staticmethod
+    def _attempt(
+        candidates: list[MemoryCandidate], write_many: WriteMany
+    ) -> tuple[int, dict[str, Any], bool]:
         try:
-            written = self.store.write_many(candidates)
+            written = write_many(candidates)
         except MemoryRejected as exc:
             return 422, {"error": exc.reason, "rule": exc.rule, "index": exc.index}, False
         except InvalidInput as exc:
@@ -110,6 +115,3 @@ def _summary(m: Memory) -> dict[str, Any]:
         "status": m.status.value,
         "supersedes": str(m.supersedes) if m.supersedes else None,
     }
-
-
-Attempt = Callable[[], tuple[int, dict[str, Any], bool]]

@@ -7,6 +7,7 @@ of SPEC sections 4 and 5 can be property-tested without PostgreSQL.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,11 @@ log = logging.getLogger(__name__)
 
 OmissionReason = Literal["conflict", "item_too_long", "max_items", "budget"]
 SEPARATOR = "\n"
+#: What a line break inside stored text becomes: a new line indented under its item, so no
+#: stored text can start a line of its own (every item line starts with "- [").
+CONTINUATION = "\n  "
+# Every character the model (or str.splitlines) could read as a line break.
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -173,10 +179,15 @@ def order_key(cand: Candidate) -> tuple[int, int, int, int, float, float, str]:
 
 
 def render_item(memory: Memory) -> str:
-    """One line (or more, when the content has newlines) labelled with scope, kind and source."""
+    """One item labelled with its true scope, kind and source; the header is ours alone.
+
+    Rendering is a trust boundary: line breaks in the content continue on lines indented by
+    two spaces, so stored text can never begin a line that reads as another item or header.
+    """
     origin = memory.source.origin.value
     date = memory.created_at.date().isoformat()
-    return f"- [{memory.scope.value} {memory.kind.value} | {origin} | {date}] {memory.content}"
+    body = _LINE_BREAK.sub(CONTINUATION, memory.content)
+    return f"- [{memory.scope.value} {memory.kind.value} | {origin} | {date}] {body}"
 
 
 def assemble(

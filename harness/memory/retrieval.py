@@ -106,7 +106,7 @@ class Retriever:
         qv = self._query_vector(req.query) if use_vector else None
         shape = {"has_workflow": bool(req.workflow_id), "has_session": bool(req.session_id)}
         params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
-        with self.store.transaction("recall") as conn:
+        with self.store.transaction("recall", tenant=req.tenant) as conn:
             rows = self._scored(conn, req.query, qv, shape, params, [])
         return rows, qv is None
 
@@ -180,7 +180,7 @@ class Retriever:
         shape = {"has_workflow": bool(req.workflow_id), "has_session": bool(req.session_id)}
         params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
         trace: list[TraceEntry] = []
-        with self.store.transaction("recall") as conn:
+        with self.store.transaction("recall", tenant=req.tenant) as conn:
             scored = self._scored(conn, req.query, qv, shape, params, trace)
             broad = [s for s in scored if s.scope not in sql.NARROW]
             narrow_ranked = [s for s in scored if s.scope in sql.NARROW]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from harness.identifiers import check_identifier, check_optional_identifier
 from harness.memory import sql
 
 if TYPE_CHECKING:
@@ -30,7 +31,11 @@ class RunRecords:
         at: datetime,
     ) -> None:
         """Record a run as started. Side effect: one row inserted."""
-        with self._store.transaction("record run") as conn:
+        tenant = check_identifier(tenant, "tenant")
+        check_identifier(user_id, "user_id")
+        check_optional_identifier(workflow_id, "workflow_id")
+        check_optional_identifier(session_id, "session_id")
+        with self._store.transaction("record run", tenant=tenant) as conn:
             conn.execute(
                 sql.insert_run(
                     {
@@ -57,7 +62,7 @@ class RunRecords:
         error: str | None = None,
     ) -> None:
         """Record a run's outcome. Idempotent."""
-        with self._store.transaction("record run") as conn:
+        with self._store.transaction("record run", tenant=tenant) as conn:
             conn.execute(
                 sql.finish_run(
                     tenant,
@@ -68,5 +73,5 @@ class RunRecords:
 
     def list(self, tenant: str, workflow_id: str | None = None) -> list[dict[str, Any]]:
         """Run records of a tenant (optionally one workflow), oldest first."""
-        with self._store.transaction("list runs") as conn:
+        with self._store.transaction("list runs", tenant=tenant) as conn:
             return [dict(r) for r in conn.execute(sql.runs_of(tenant, workflow_id)).mappings()]

@@ -34,7 +34,7 @@ class StoreStatus:
 
 def collect_status(store: MemoryStore) -> StoreStatus:
     """Read-only; one transaction."""
-    with store.transaction("status") as conn:
+    with store.maintenance("status") as conn:
         revision = current_revision(conn)
         counts: dict[str, dict[str, int]] = {}
         for tenant, status, n in conn.execute(sql.counts_by_tenant_status()):

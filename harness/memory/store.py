@@ -23,6 +23,7 @@ from harness.errors import (
     MemoryRejected,
 )
 from harness.fingerprint import fingerprint
+from harness.identifiers import check_identifier, check_text
 from harness.memory import sql, vectors
 from harness.memory.db import normalize_url, redact_url, translate_errors
 from harness.memory.embedder import Embedder, load_embedder
@@ -30,6 +31,7 @@ from harness.memory.guard import Guard, default_guard
 from harness.memory.migrate import upgrade_to_head
 from harness.memory.recall import RecallResult
 from harness.memory.retrieval import Retriever
+from harness.memory.rls import assume_app_role
 from harness.memory.rows import memory_from_row
 from harness.memory.runs import RunRecords
 from harness.memory.status import StoreStatus, collect_status
@@ -43,7 +45,7 @@ from harness.memory.types import (
 )
 from harness.settings import Settings
 
-__all__ = ["AUTO", "MemoryStore", "StoreStatus", "normalize_url", "redact_url"]
+__all__ = ["AUTO", "MemoryStore", "StoreStatus", "WriteMany", "normalize_url", "redact_url"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,9 @@ class _Auto:
 
 #: Sentinel: load the embedder from settings.
 AUTO: Any = _Auto()
+
+#: ``write_many`` as handed to an idempotent attempt (bound to the request's transaction).
+WriteMany = Callable[[Sequence[MemoryCandidate | Mapping[str, Any]]], list[Memory]]
 
 
 class MemoryStore:
@@ -128,10 +133,14 @@ class MemoryStore:
                 f"-c lock_timeout={settings.lock_timeout_ms}",
             },
         )
+        sa.event.listen(engine, "connect", assume_app_role)
         try:
             if migrate:
                 with translate_errors("migrate"):
                     upgrade_to_head(engine)
+                # The migrating connection may predate the application role: start afresh so
+                # every pooled connection runs as that role.
+                engine.dispose()
             reason: str | None = None
             if embedder is AUTO:
                 embedder, reason = load_embedder(settings.embed_model, settings.embed_model_path)
@@ -187,9 +196,26 @@ class MemoryStore:
         return self.embedder is None
 
     @contextlib.contextmanager
-    def transaction(self, action: str) -> Iterator[Connection]:
-        """One transaction with driver errors translated."""
+    def transaction(self, action: str, *, tenant: str | None = None) -> Iterator[Connection]:
+        """One transaction with driver errors translated, admitting ``tenant``'s rows only.
+
+        Row-level security is defence in depth under the tenant filter every statement has:
+        without ``tenant`` no row of a tenant table is visible or writable.
+        """
         with translate_errors(action), self._engine.begin() as conn:
+            if tenant is not None:
+                conn.execute(sql.set_tenant(tenant))
+            yield conn
+
+    @contextlib.contextmanager
+    def maintenance(self, action: str, *, as_owner: bool = False) -> Iterator[Connection]:
+        """One transaction over every tenant's rows, for work that is cross-tenant by nature
+        (expiry purge, status counts, reconcile, reembed). ``as_owner`` runs it as the login
+        itself, needed to change the schema (re-declaring the vector columns)."""
+        with translate_errors(action), self._engine.begin() as conn:
+            if as_owner:
+                conn.execute(sql.reset_local_role())
+            conn.execute(sql.all_tenants())
             yield conn
 
     # --- embedding model bookkeeping -----------------------------------------------------------
@@ -210,10 +236,19 @@ class MemoryStore:
     def _validate(
         self, candidates: Sequence[MemoryCandidate | Mapping[str, Any]]
     ) -> list[MemoryCandidate]:
-        if isinstance(candidates, (MemoryCandidate, Mapping)):
-            raise InvalidInput("write_many takes a sequence of candidates", fields=("candidates",))
+        if not isinstance(candidates, (list, tuple)):
+            raise InvalidInput(
+                "candidates: write_many takes a list of candidates, not "
+                f"{type(candidates).__name__}",
+                fields=("candidates",),
+            )
         out: list[MemoryCandidate] = []
         for index, raw in enumerate(candidates):
+            if not isinstance(raw, (MemoryCandidate, Mapping)):
+                raise InvalidInput(
+                    f"candidate {index}: a MemoryCandidate or a mapping, not {type(raw).__name__}",
+                    fields=("candidate",),
+                )
             try:
                 cand = raw if isinstance(raw, MemoryCandidate) else MemoryCandidate(**dict(raw))
             except InvalidInput as exc:
@@ -256,23 +291,39 @@ class MemoryStore:
         cands = self._validate(candidates)
         if not cands:
             return []
-        pairs = vectors.embed_or_none(
+        pairs = self._embed(cands)  # before taking a pooled connection
+        with self.transaction("write", tenant=cands[0].tenant) as conn:
+            return self._write_validated(conn, cands, pairs, cands[0].tenant)
+
+    def _embed(self, cands: list[MemoryCandidate]) -> vectors.Pairs | None:
+        return vectors.embed_or_none(
             self.embedder, [c.content for c in cands], [c.context for c in cands]
         )
+
+    def _write_validated(
+        self,
+        conn: Connection,
+        cands: list[MemoryCandidate],
+        pairs: vectors.Pairs | None,
+        tenant: str | None,
+    ) -> list[Memory]:
+        """Write validated candidates on ``conn``, whose transaction admits ``tenant``."""
         now = self.clock.now()
-        with self.transaction("write") as conn:
-            if pairs is not None and self.embedder is not None:
-                vectors.record_model(conn, self.embedder)
-            return [
-                self._write_one(
-                    conn,
-                    cand,
-                    pairs[0][i] if pairs else None,
-                    pairs[1][i] if pairs else None,
-                    now,
-                )
-                for i, cand in enumerate(cands)
-            ]
+        if pairs is not None and self.embedder is not None:
+            vectors.claim_model(conn, self.embedder)
+        # Every lock this batch needs, in one global order: concurrent batches cannot deadlock,
+        # and a keyless content is checked and inserted by one writer at a time.
+        for name in sorted({n for n in map(_lock_name, cands) if n is not None}):
+            conn.execute(sql.lock_name(name))
+        written: list[Memory] = []
+        for i, cand in enumerate(cands):
+            if cand.tenant != tenant:
+                tenant = cand.tenant
+                conn.execute(sql.set_tenant(tenant))
+            vector = pairs[0][i] if pairs else None
+            context_vector = pairs[1][i] if pairs else None
+            written.append(self._write_one(conn, cand, vector, context_vector, now))
+        return written
 
     def _write_one(
         self,
@@ -297,9 +348,14 @@ class MemoryStore:
                 .first()
             )
             if existing is not None:
-                return memory_from_row(existing)
+                if pending or existing["status"] == Status.ACTIVE.value:
+                    return memory_from_row(existing)
+                # A deliberate write of what an automatic one proposed: it takes effect now and
+                # the waiting proposal is closed as superseded by it (linked both ways).
+                supersedes = existing["id"]
+                conn.execute(sql.supersede(cand.tenant, existing["id"], new_id))
+                log.info("write %s supersedes identical pending memory %s", new_id, supersedes)
         elif not pending:
-            conn.execute(sql.lock_key(cand.tenant, cand.scope, cand.scope_key, cand.key))
             old = (
                 conn.execute(sql.active_for_key(cand.tenant, cand.scope, cand.scope_key, cand.key))
                 .mappings()
@@ -333,65 +389,82 @@ class MemoryStore:
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def get(self, memory_id: uuid.UUID | str) -> Memory | None:
-        """The memory with that id, whatever its status; None when there is none."""
+    def get(self, memory_id: uuid.UUID | str, *, tenant: str) -> Memory | None:
+        """The tenant's memory with that id, whatever its status; None when the tenant has none
+        (an id of another tenant is not found)."""
         mid = _as_uuid(memory_id)
-        with self.transaction("get") as conn:
-            row = conn.execute(sql.by_id(mid)).mappings().first()
+        tenant = check_identifier(tenant, "tenant")
+        with self.transaction("get", tenant=tenant) as conn:
+            row = conn.execute(sql.by_id(tenant, mid)).mappings().first()
         return memory_from_row(row) if row else None
 
     def history(
         self, tenant: str, scope: Scope | str, scope_id: str | None, key: str
     ) -> list[Memory]:
         """Every version of one key, oldest first (superseded ones included)."""
+        tenant = check_identifier(tenant, "tenant")
         scope = _as_scope(scope)
-        with self.transaction("history") as conn:
-            rows = conn.execute(sql.history(tenant, scope, scope_id or "", key)).mappings().all()
+        scope_key = _scope_key(scope, scope_id)
+        key = check_identifier(key, "key")
+        with self.transaction("history", tenant=tenant) as conn:
+            rows = conn.execute(sql.history(tenant, scope, scope_key, key)).mappings().all()
         return [memory_from_row(r) for r in rows]
 
     def pending(self, tenant: str) -> list[Memory]:
         """Memories of the tenant waiting for an admin decision, oldest first."""
-        with self.transaction("pending") as conn:
+        tenant = check_identifier(tenant, "tenant")
+        with self.transaction("pending", tenant=tenant) as conn:
             rows = conn.execute(sql.pending(tenant)).mappings().all()
         return [memory_from_row(r) for r in rows]
 
     def audit(self, tenant: str) -> list[dict[str, Any]]:
         """Every approval decision of the tenant, oldest first (who, when, what, reason)."""
-        with self.transaction("audit") as conn:
+        tenant = check_identifier(tenant, "tenant")
+        with self.transaction("audit", tenant=tenant) as conn:
             return [dict(r) for r in conn.execute(sql.approval_audit(tenant)).mappings().all()]
 
     # --- approval ------------------------------------------------------------------------------
 
-    def approve(self, memory_id: uuid.UUID | str, approver: str) -> Memory:
-        """Activate a pending memory (superseding the active item of its key) and audit it.
+    def approve(self, memory_id: uuid.UUID | str, approver: str, *, tenant: str) -> Memory:
+        """Activate the tenant's pending memory (superseding the active item of its key) and
+        audit it under that tenant.
 
         Raises:
-            MemoryNotFound: no such id. ConflictingState: the memory is not pending.
+            MemoryNotFound: the tenant has no memory with that id (another tenant's id is not
+                found). ConflictingState: the memory is not pending.
         """
-        return self._decide(memory_id, approver, "approved", None)
+        return self._decide(memory_id, approver, tenant, "approved", None)
 
-    def reject(self, memory_id: uuid.UUID | str, approver: str, reason: str) -> Memory:
-        """Reject a pending memory with a reason; it is kept (status rejected) and audited."""
-        if not reason or not reason.strip():
+    def reject(
+        self, memory_id: uuid.UUID | str, approver: str, reason: str, *, tenant: str
+    ) -> Memory:
+        """Reject the tenant's pending memory with a reason; it is kept (status rejected) and
+        audited. Raises like :meth:`approve`."""
+        reason = check_text(reason, "reason", max_length=4000)
+        if not reason.strip():
             raise InvalidInput("reason: a rejection needs a reason", fields=("reason",))
-        return self._decide(memory_id, approver, "rejected", reason.strip())
+        return self._decide(memory_id, approver, tenant, "rejected", reason)
 
     def _decide(
-        self, memory_id: uuid.UUID | str, approver: str, decision: str, reason: str | None
+        self,
+        memory_id: uuid.UUID | str,
+        approver: str,
+        tenant: str,
+        decision: str,
+        reason: str | None,
     ) -> Memory:
-        if not approver or not approver.strip():
-            raise InvalidInput("approver: must name who decides", fields=("approver",))
+        approver = check_identifier(approver, "approver")
+        tenant = check_identifier(tenant, "tenant")
         mid = _as_uuid(memory_id)
         now = self.clock.now()
-        with self.transaction(decision) as conn:
-            row = conn.execute(sql.by_id(mid, for_update=True)).mappings().first()
+        with self.transaction(decision, tenant=tenant) as conn:
+            row = conn.execute(sql.by_id(tenant, mid, for_update=True)).mappings().first()
             if row is None:
-                raise MemoryNotFound(f"no memory with id {mid}")
+                raise MemoryNotFound(f"tenant {tenant!r} has no memory with id {mid}")
             if row["status"] != Status.PENDING_APPROVAL.value:
                 raise ConflictingState(f"memory {mid} is {row['status']}, not pending_approval")
-            tenant = row["tenant"]
             values: dict[str, Any] = {
-                "approved_by": approver.strip(),
+                "approved_by": approver,
                 "approved_at": now,
                 "approval_decision": decision,
                 "approval_reason": reason,
@@ -420,40 +493,46 @@ class MemoryStore:
                         "tenant": tenant,
                         "memory_id": mid,
                         "decision": decision,
-                        "actor": approver.strip(),
+                        "actor": approver,
                         "reason": reason,
                         "decided_at": now,
                     }
                 )
             )
-            updated = conn.execute(sql.by_id(mid)).mappings().one()
+            updated = conn.execute(sql.by_id(tenant, mid)).mappings().one()
         return memory_from_row(updated)
 
     # --- deletion ------------------------------------------------------------------------------
 
-    def forget(self, memory_id: uuid.UUID | str) -> bool:
-        """Delete one memory and its embedding for good. Returns False when it did not exist."""
+    def forget(self, memory_id: uuid.UUID | str, *, tenant: str) -> bool:
+        """Delete one of the tenant's memories and its embedding for good. Idempotent: returns
+        False when the tenant has no memory with that id (another tenant's id included)."""
         mid = _as_uuid(memory_id)
-        with self.transaction("forget") as conn:
-            row = conn.execute(sql.by_id(mid, for_update=True)).mappings().first()
+        tenant = check_identifier(tenant, "tenant")
+        with self.transaction("forget", tenant=tenant) as conn:
+            row = conn.execute(sql.by_id(tenant, mid, for_update=True)).mappings().first()
             if row is None:
                 return False
-            for stmt in sql.unlink(row["tenant"], mid):
+            for stmt in sql.unlink(tenant, mid):
                 conn.execute(stmt)
-            conn.execute(sql.delete_by_id(row["tenant"], mid))
+            conn.execute(sql.delete_by_id(tenant, mid))
         return True
 
     def delete_scope(self, tenant: str, scope: Scope | str, scope_id: str | None) -> int:
         """Delete every memory of one (tenant, scope, scope_id), all statuses. Returns the count."""
+        tenant = check_identifier(tenant, "tenant")
         scope = _as_scope(scope)
-        with self.transaction("delete scope") as conn:
-            return conn.execute(sql.delete_scope(tenant, scope, scope_id or "")).rowcount
+        scope_key = _scope_key(scope, scope_id)
+        with self.transaction("delete scope", tenant=tenant) as conn:
+            return conn.execute(sql.delete_scope(tenant, scope, scope_key)).rowcount
 
     def purge_expired(self, now: datetime | None = None) -> int:
         """Delete memories whose ``expires_at <= now``, tenant by tenant. Returns the count."""
+        if now is not None and not isinstance(now, datetime):
+            raise InvalidInput("now: a timezone-aware datetime", fields=("now",))
         at = now or self.clock.now()
         total = 0
-        with self.transaction("purge expired") as conn:
+        with self.maintenance("purge expired") as conn:
             tenants = conn.execute(sql.tenants_with_expired(at)).scalars().all()
             for tenant in tenants:
                 total += conn.execute(sql.purge_expired(tenant, at)).rowcount
@@ -467,7 +546,18 @@ class MemoryStore:
         Never raises because of the database unless ``request.strict``: a failure returns an
         empty result with ``complete=False`` and logs a warning. See SPEC section 5.
         """
-        return self.retriever.recall(request)
+        if isinstance(request, RecallRequest):
+            return self.retriever.recall(request)
+        if not isinstance(request, Mapping):
+            raise InvalidInput(
+                f"request: a RecallRequest or a mapping, not {type(request).__name__}",
+                fields=("request",),
+            )
+        try:
+            req = RecallRequest(**dict(request))
+        except TypeError as exc:  # e.g. non-string keys
+            raise InvalidInput(f"request: {exc}", fields=("request",)) from exc
+        return self.retriever.recall(req)
 
     # --- idempotent requests -------------------------------------------------------------------
 
@@ -476,46 +566,60 @@ class MemoryStore:
         tenant: str,
         key: str,
         request_sha256: str,
-        attempt: Callable[[], tuple[int, dict[str, Any], bool]],
+        attempt: Callable[[WriteMany], tuple[int, dict[str, Any], bool]],
     ) -> tuple[int, dict[str, Any], bool]:
         """Run ``attempt`` once per (tenant, key); replays answer what the first one did.
 
+        ``attempt`` receives a ``write_many`` bound to this request's connection: the lock,
+        the lookup, the write and the record happen in one transaction on one pooled
+        connection (a request never waits for a second connection while holding one).
         Returns (status, payload, replayed). A key reused with another body answers 409.
-        Attempts that fail with a server error are not recorded, so a retry runs again.
+        Attempts answering a server error are rolled back and not recorded, so a retry runs
+        again.
         """
+        tenant = check_identifier(tenant, "tenant")
+        key = check_identifier(key, "Idempotency-Key")
         with translate_errors("idempotent request"), self._engine.connect() as conn:
+            conn.execute(sql.set_tenant(tenant))
             conn.execute(sql.lock_idempotency(tenant, key))
-            conn.commit()
-            try:
-                record = conn.execute(sql.idempotency_record(tenant, key)).mappings().first()
-                conn.commit()
-                if record is not None:
-                    if record["request_sha256"] != request_sha256:
-                        return (
-                            409,
-                            {"error": "Idempotency-Key was used with a different body"},
-                            False,
-                        )
-                    return record["status_code"], dict(record["response"]), True
-                status, payload, _ = attempt()
-                if status < 500:
-                    conn.execute(
-                        sql.insert_idempotency_record(
-                            {
-                                "tenant": tenant,
-                                "idempotency_key": key,
-                                "request_sha256": request_sha256,
-                                "status_code": status,
-                                "response": payload,
-                                "created_at": self.clock.now(),
-                            }
-                        )
+            record = conn.execute(sql.idempotency_record(tenant, key)).mappings().first()
+            if record is not None:
+                conn.rollback()
+                if record["request_sha256"] != request_sha256:
+                    return (
+                        409,
+                        {"error": "Idempotency-Key was used with a different body"},
+                        False,
                     )
-                    conn.commit()
+                return record["status_code"], dict(record["response"]), True
+
+            def write_here(
+                candidates: Sequence[MemoryCandidate | Mapping[str, Any]],
+            ) -> list[Memory]:
+                cands = self._validate(candidates)
+                if not cands:
+                    return []
+                return self._write_validated(conn, cands, self._embed(cands), tenant)
+
+            status, payload, _ = attempt(write_here)
+            if status >= 500:
+                conn.rollback()
                 return status, payload, False
-            finally:
-                conn.execute(sql.unlock_idempotency(tenant, key))
-                conn.commit()
+            conn.execute(sql.set_tenant(tenant))  # the batch may have named other tenants
+            conn.execute(
+                sql.insert_idempotency_record(
+                    {
+                        "tenant": tenant,
+                        "idempotency_key": key,
+                        "request_sha256": request_sha256,
+                        "status_code": status,
+                        "response": payload,
+                        "created_at": self.clock.now(),
+                    }
+                )
+            )
+            conn.commit()
+            return status, payload, False
 
     # --- maintenance ---------------------------------------------------------------------------
 
@@ -541,12 +645,37 @@ class MemoryStore:
 def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:
     if isinstance(value, uuid.UUID):
         return value
+    if not isinstance(value, str):
+        raise InvalidInput(
+            f"memory_id: an id is a UUID or its string, not {type(value).__name__}",
+            fields=("memory_id",),
+        )
     try:
-        return uuid.UUID(str(value))
+        return uuid.UUID(value)
     except ValueError:
         raise InvalidInput(
             f"memory_id: {value!r} is not a valid id", fields=("memory_id",)
         ) from None
+
+
+def _lock_name(cand: MemoryCandidate) -> str | None:
+    """The advisory lock a candidate's write takes: its key, or its keyless content."""
+    if cand.key is None:
+        return sql.fingerprint_lock_name(
+            cand.tenant, cand.scope, cand.scope_key, cand.kind, fingerprint(cand.content)
+        )
+    if cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS:
+        return None  # pending: supersedes nothing until approved
+    return sql.key_lock_name(cand.tenant, cand.scope, cand.scope_key, cand.key)
+
+
+def _scope_key(scope: Scope, scope_id: str | None) -> str:
+    """``scope_id`` as stored; platform is "" and every other scope needs a valid id."""
+    if scope is Scope.PLATFORM:
+        if scope_id:
+            raise InvalidInput("scope_id: must be empty for platform scope", fields=("scope_id",))
+        return ""
+    return check_identifier(scope_id, "scope_id")
 
 
 def _as_scope(value: Scope | str) -> Scope:

@@ -6,14 +6,16 @@ All values are frozen pydantic models. Constructing one with bad input raises
 
 from __future__ import annotations
 
+import re
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import InvalidInput
+from harness.identifiers import identifier_problem, text_problem
 
 __all__ = [
     "SCOPE_BREADTH",
@@ -90,10 +92,62 @@ class FrozenModel(BaseModel):
         except ValidationError as exc:
             raise InvalidInput.from_pydantic(type(self).__name__, exc) from exc
 
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """Like pydantic's, but bad input raises ``InvalidInput`` naming the field."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise InvalidInput.from_pydantic(cls.__name__, exc) from exc
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """Like pydantic's, but bad input raises ``InvalidInput`` naming the field."""
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        except ValidationError as exc:
+            raise InvalidInput.from_pydantic(cls.__name__, exc) from exc
+
+
+# PostgreSQL's timestamptz holds years up to 294276, Python's datetime up to 9999; the bound
+# keeps arithmetic on the value (e.g. a time-zone shift) inside both.
+_LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+
 
 def _require_aware(value: datetime | None) -> datetime | None:
     if value is not None and (value.tzinfo is None or value.utcoffset() is None):
         raise ValueError("datetime must be timezone-aware (naive datetimes are ambiguous)")
+    if value is not None and not _EARLIEST <= value < _LATEST:
+        raise ValueError("datetime must fall between the years 1 and 9998")
+    return value
+
+
+# The label recall renders before each item ("[platform constraint | admin | 2024-01-01]"):
+# stored text imitating it could pass for a policy it is not.
+_ITEM_HEADER_LIKE = re.compile(
+    r"\[\s*(session|workflow|user|platform)\s+(constraint|preference|lesson|fact|decision)\s*\|",
+    re.IGNORECASE,
+)
+
+
+def _identifier(value: str | None) -> str | None:
+    """Field validator body: identity strings are refused, never silently normalised."""
+    if value is None:
+        return None
+    problem = identifier_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _storable(value: str | None) -> str | None:
+    """Field validator body: free text PostgreSQL can store (no NUL, no lone surrogates)."""
+    if value is None:
+        return None
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -103,6 +157,11 @@ class Source(FrozenModel):
     origin: Origin = Origin.API
     run_id: str | None = Field(default=None, max_length=200)
     verdict_id: str | None = Field(default=None, max_length=200)
+
+    @field_validator("run_id", "verdict_id")
+    @classmethod
+    def _storable_ids(cls, value: str | None) -> str | None:
+        return _storable(value)
 
 
 class MemoryCandidate(FrozenModel):
@@ -124,24 +183,30 @@ class MemoryCandidate(FrozenModel):
     expires_at: datetime | None = None
     source: Source = Field(default_factory=Source)
 
-    @field_validator("tenant", "scope_id", "key", mode="before")
+    @field_validator("tenant", "key")
     @classmethod
-    def _strip(cls, value: Any) -> Any:
-        return value.strip() if isinstance(value, str) else value
+    def _identity(cls, value: str | None) -> str | None:
+        return _identifier(value)
 
-    @field_validator("tenant")
+    @field_validator("scope_id")
     @classmethod
-    def _tenant_not_blank(cls, value: str) -> str:
-        if not value:
-            raise ValueError("tenant must not be empty")
-        return value
+    def _scope_identity(cls, value: str | None) -> str | None:
+        # "" is how platform scope is stored; every other value follows the identity rule.
+        return value if value == "" else _identifier(value)
 
     @field_validator("content")
     @classmethod
     def _content_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("content must not be empty")
-        return value
+        if _ITEM_HEADER_LIKE.search(value):
+            raise ValueError("content must not imitate the recall item header '[scope kind |'")
+        return _storable(value) or value
+
+    @field_validator("context")
+    @classmethod
+    def _storable_context(cls, value: str | None) -> str | None:
+        return _storable(value)
 
     @field_validator("expires_at")
     @classmethod
@@ -214,6 +279,16 @@ class RecallRequest(FrozenModel):
     strict: bool = False
     #: Probability a relevance-ranked item needs to be recalled (None: the judge's default).
     relevance_threshold: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @field_validator("tenant", "user_id", "workflow_id", "session_id")
+    @classmethod
+    def _identity(cls, value: str | None) -> str | None:
+        return _identifier(value)
+
+    @field_validator("query")
+    @classmethod
+    def _storable_query(cls, value: str) -> str:
+        return _storable(value) or value
 
     @field_validator("now")
     @classmethod

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 __all__ = [
     "META_DIM",
     "META_MODEL",
+    "Pairs",
     "check_model",
+    "claim_model",
     "embed_or_none",
     "embed_pairs",
     "record_model",
@@ -52,15 +54,42 @@ def check_model(conn: Connection, embedder: Embedder) -> None:
 def ensure_dimension(conn: Connection, dim: int) -> None:
     """Re-declare the vector columns when they are not ``vector(dim)`` (clears vectors)."""
     if conn.execute(sql.vector_column_type()).scalar_one() != f"vector({dim})":
+        # Only the tables' owner may re-declare a column: the login, for these statements.
+        role = conn.execute(sql.current_role()).scalar_one()
+        conn.execute(sql.reset_local_role())
         for statement in sql.retype_vectors(dim):
             conn.execute(statement)
+        conn.execute(sql.set_local_role(role))
 
 
 def record_model(conn: Connection, embedder: Embedder, *, overwrite: bool = False) -> None:
-    """Record ``embedder`` as the store's model (first use, or after a reembed)."""
+    """Record ``embedder`` as the store's model (first use, or a reembed). Clears vectors when
+    the dimension changes; callers hold :func:`sql.lock_model` exclusively."""
     ensure_dimension(conn, embedder.dim)
     conn.execute(sql.meta_upsert(META_MODEL, embedder.model_name, overwrite=overwrite))
     conn.execute(sql.meta_upsert(META_DIM, str(embedder.dim), overwrite=overwrite))
+
+
+def claim_model(conn: Connection, embedder: Embedder) -> None:
+    """Write path: vectors of ``embedder`` may be stored in this transaction.
+
+    Holds the model lock shared until the transaction ends, so a reembed cannot record another
+    model between this check and the insert. Records ``embedder`` on the store's first vector
+    write; never re-declares the column once a model is recorded.
+
+    Raises:
+        EmbeddingModelMismatch: another model is recorded (e.g. another process re-embedded).
+    """
+    conn.execute(sql.lock_model(shared=True))
+    stored, _ = stored_model(conn)
+    if stored is None:
+        # First vector write: serialise first writers; the winner records its model.
+        conn.execute(sql.lock_name("harness.embedding_model.first"))
+        stored, _ = stored_model(conn)
+        if stored is None:
+            record_model(conn, embedder)
+            return
+    check_model(conn, embedder)
 
 
 def embed_pairs(
@@ -107,13 +136,19 @@ def reembed(
         raise StoreError(
             f"reembed needs an embedding model; none could be loaded ({store.lexical_reason})"
         )
-    with store.transaction("reembed prepare") as conn:
+    with store.maintenance("reembed prepare", as_owner=True) as conn:
+        # Recorded first, so a process still writing with the old model is refused from now on
+        # instead of mixing its vectors into the rebuilt ones.
+        conn.execute(sql.lock_model(shared=False))
+        stored, stored_dim = stored_model(conn)
+        if stored is not None and (stored != embedder.model_name or stored_dim != embedder.dim):
+            all_rows = True
+        record_model(conn, embedder, overwrite=True)
         total = int(conn.execute(sql.count_memories(missing_vector_only=not all_rows)).scalar_one())
-        ensure_dimension(conn, embedder.dim)
     done = 0
     after: uuid.UUID | None = None
     while True:
-        with store.transaction("reembed") as conn:
+        with store.maintenance("reembed") as conn:
             rows = conn.execute(sql.missing_embeddings(batch_size, after, all_rows=all_rows)).all()
             if not rows:
                 break
@@ -131,6 +166,4 @@ def reembed(
         done += len(rows)
         if progress:
             progress(done, total)
-    with store.transaction("reembed record") as conn:
-        record_model(conn, embedder, overwrite=True)
     return done

@@ -37,10 +37,14 @@ __all__ = [
     "counts_by_tenant_status",
     "delete_by_id",
     "delete_scope",
+    "fingerprint_lock_name",
     "history",
     "insert_approval",
     "insert_memory",
+    "key_lock_name",
     "lock_key",
+    "lock_model",
+    "lock_name",
     "meta_get",
     "meta_upsert",
     "missing_embeddings",
@@ -57,11 +61,32 @@ __all__ = [
 ]
 
 
+def key_lock_name(tenant: str, scope: Scope, scope_id: str, key: str) -> str:
+    """The advisory lock name of one (tenant, scope, scope_id, key)."""
+    return f"{tenant}\x1f{scope.value}\x1f{scope_id}\x1f{key}"
+
+
+def fingerprint_lock_name(
+    tenant: str, scope: Scope, scope_id: str, kind: Kind, fingerprint: str
+) -> str:
+    """The advisory lock name of one keyless content (keys cannot hold the \x1e separator)."""
+    return f"{tenant}\x1f{scope.value}\x1f{scope_id}\x1e{kind.value}\x1e{fingerprint}"
+
+
+def lock_name(name: str) -> TextClause:
+    """Serialise writers of one lock name until the transaction ends."""
+    return text("SELECT pg_advisory_xact_lock(hashtextextended(:lk, 0))").bindparams(lk=name)
+
+
 def lock_key(tenant: str, scope: Scope, scope_id: str, key: str) -> TextClause:
     """Serialise writers of one (tenant, scope, scope_id, key) until the transaction ends."""
-    return text("SELECT pg_advisory_xact_lock(hashtextextended(:lk, 0))").bindparams(
-        lk=f"{tenant}\x1f{scope.value}\x1f{scope_id}\x1f{key}"
-    )
+    return lock_name(key_lock_name(tenant, scope, scope_id, key))
+
+
+def lock_model(*, shared: bool) -> TextClause:
+    """Writers of vectors share this lock; recording another model takes it exclusively."""
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    return text(f"SELECT {function}(hashtextextended('harness.embedding_model', 2))")
 
 
 def _scope_is(tenant: str, scope: Scope, scope_id: str) -> ColumnElement[bool]:
@@ -90,6 +115,7 @@ def active_with_fingerprint(
             m.memory_key.is_(None),
             m.status.in_([Status.ACTIVE.value, Status.PENDING_APPROVAL.value]),
         )
+        .order_by((m.status == Status.ACTIVE.value).desc())
         .limit(1)
     )
 
@@ -106,8 +132,8 @@ def supersede(tenant: str, old_id: uuid.UUID, new_id: uuid.UUID) -> Update:
     )
 
 
-def by_id(memory_id: uuid.UUID, *, for_update: bool = False) -> Select[Any]:
-    stmt = select(*MEMORY_COLUMNS).where(m.id == memory_id)
+def by_id(tenant: str, memory_id: uuid.UUID, *, for_update: bool = False) -> Select[Any]:
+    stmt = select(*MEMORY_COLUMNS).where(m.tenant == tenant, m.id == memory_id)
     return stmt.with_for_update() if for_update else stmt
 
 

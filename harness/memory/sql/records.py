@@ -27,7 +27,6 @@ __all__ = [
     "insert_run",
     "lock_idempotency",
     "runs_of",
-    "unlock_idempotency",
 ]
 
 
@@ -35,14 +34,8 @@ __all__ = [
 
 
 def lock_idempotency(tenant: str, key: str) -> TextClause:
-    """Session-level lock serialising requests that share an idempotency key."""
-    return text("SELECT pg_advisory_lock(hashtextextended(:k, 1))").bindparams(
-        k=f"{tenant}\x1f{key}"
-    )
-
-
-def unlock_idempotency(tenant: str, key: str) -> TextClause:
-    return text("SELECT pg_advisory_unlock(hashtextextended(:k, 1))").bindparams(
+    """Transaction-level lock serialising requests that share an idempotency key."""
+    return text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 1))").bindparams(
         k=f"{tenant}\x1f{key}"
     )
 

@@ -1,0 +1,64 @@
+"""Statements of row-level security: the application role and the per-transaction tenant.
+
+Every tenant table has a policy admitting only rows whose ``tenant`` equals the transaction's
+``harness.tenant`` setting (or every row while ``harness.all_tenants`` is on, which only the
+store's explicit maintenance transactions set). See ``migrations/versions/0003``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import TextClause, text
+
+__all__ = [
+    "ALL_TENANTS_SETTING",
+    "APP_ROLE",
+    "APP_ROLE_ASSUME",
+    "APP_ROLE_PROBE",
+    "RLS_TABLES",
+    "TENANT_SETTING",
+    "all_tenants",
+    "current_role",
+    "reset_local_role",
+    "set_local_role",
+    "set_tenant",
+]
+
+#: The role the application's statements run as: not the owner of any table, no BYPASSRLS.
+APP_ROLE = "harness_app"
+TENANT_SETTING = "harness.tenant"
+ALL_TENANTS_SETTING = "harness.all_tenants"
+#: Every table holding tenant rows (all of them carry a ``tenant`` column).
+RLS_TABLES = ("memories", "memory_approvals", "runs", "cleanup_tasks", "ingest_requests")
+
+
+def set_tenant(tenant: str) -> TextClause:
+    """Admit only ``tenant``'s rows until the transaction ends."""
+    return text(f"SELECT set_config('{TENANT_SETTING}', :tenant, true)").bindparams(tenant=tenant)
+
+
+def all_tenants() -> TextClause:
+    """Admit every tenant's rows until the transaction ends (explicit maintenance only)."""
+    return text(f"SELECT set_config('{ALL_TENANTS_SETTING}', 'on', true)")
+
+
+def current_role() -> TextClause:
+    return text("SELECT current_user")
+
+
+def reset_local_role() -> TextClause:
+    """Back to the session user until the transaction ends (owner-only DDL)."""
+    return text("SET LOCAL ROLE NONE")
+
+
+def set_local_role(role: str) -> TextClause:
+    """Back to ``role`` for the rest of the transaction (after :func:`reset_local_role`)."""
+    return text("SELECT set_config('role', :role, true)").bindparams(role=role)
+
+
+#: DBAPI-level probe run once per new pooled connection (before SQLAlchemy wraps it).
+APP_ROLE_PROBE = (
+    "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %(role)s "
+    "AND pg_has_role(session_user, oid, 'MEMBER')) AND current_user <> %(role)s"
+)
+#: DBAPI-level: run the session's statements as the application role.
+APP_ROLE_ASSUME = f"SET ROLE {APP_ROLE}"
