@@ -64,8 +64,17 @@ class InvalidInput(HarnessError, ValueError):
                     (f"{where}.{sub}" if where else sub, msg) for sub, msg in nested.details
                 ]
                 continue
-            details.append((where or "__root__", err["msg"].removeprefix("Value error, ")))
-        message = f"invalid {model}: " + "; ".join(f"{f}: {m}" for f, m in details)
+            msg = err["msg"].removeprefix("Value error, ")
+            if not where:
+                # A model-level rule has no field path; its message starts with the field it
+                # is about ("scope_id is required ..."), which is what a caller needs to see.
+                first = msg.split(" ", 1)[0]
+                given = err.get("input")
+                where = first if isinstance(given, dict) and first in given else model
+            details.append((where, msg))
+        message = f"invalid {model}: " + "; ".join(
+            m if f == model or m.startswith(f"{f} ") else f"{f}: {m}" for f, m in details
+        )
         return cls(
             message, fields=tuple(f for f, _ in details), errors=errors, details=tuple(details)
         )
