@@ -32,8 +32,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # paths and URLs stay whole for copy and grep
+err_console = Console(stderr=True, soft_wrap=True)
 
 MIN_INGEST_KEY_CHARS = 16
 

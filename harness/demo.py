@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 from rich.console import Console
 from rich.markup import escape
@@ -57,7 +58,8 @@ def run_demo(store: MemoryStore, console: Console) -> None:
         max_attempts=3,
     )
     mode = "hybrid" if store.embedder else "lexical-only"
-    console.print(Panel.fit(f"harness-memory demo — store: {store.status().url} ({mode})"))
+    store_url = unquote(store.status().url)  # the embedded socket folder, without %2F
+    console.print(Panel.fit(f"harness-memory demo — store: {store_url} ({mode})"))
 
     first = RunInput(
         tenant=TENANT,
@@ -80,8 +82,10 @@ def run_demo(store: MemoryStore, console: Console) -> None:
         console.print(f"attempt {n}: {shown}")
     console.print("written after the final verdict:")
     for m in one.memories_written:
+        # Whole contents: a lesson cut mid-word reads as a bug.
         console.print(
-            escape(f"  • {m.scope.value} {m.kind.value} [{m.status.value}] {m.content[:60]}")
+            escape(f"  • {m.scope.value} {m.kind.value} [{m.status.value}] {m.content}"),
+            soft_wrap=True,
         )
 
     second = RunInput(
