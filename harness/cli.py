@@ -179,7 +179,9 @@ def reembed(
     missing_only: Annotated[
         bool, typer.Option("--missing-only", help="only rows without a vector")
     ] = False,
-    batch_size: Annotated[int, typer.Option(min=1)] = 256,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="memories embedded and written per transaction")
+    ] = 256,
 ) -> None:
     """Rebuild every vector with the configured embedding model and record it (idempotent)."""
     with (
@@ -219,7 +221,10 @@ def _adapter(url: str | None) -> Iterator[ProductAdapter]:
 
 
 @admin.command("pending")
-def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
+def admin_pending(
+    tenant: Annotated[str, typer.Option("--tenant", help="whose pending memories")],
+    url: UrlOption = None,
+) -> None:
     """List memories waiting for approval."""
     with _adapter(url) as adapter:
         items = adapter.pending_approvals(tenant)
@@ -235,7 +240,7 @@ def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOpti
 
 @admin.command("approve")
 def admin_approve(
-    memory_id: str,
+    memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
     by: Annotated[str, typer.Option("--by", help="who approves")],
     url: UrlOption = None,
 ) -> None:
@@ -247,7 +252,7 @@ def admin_approve(
 
 @admin.command("reject")
 def admin_reject(
-    memory_id: str,
+    memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
     by: Annotated[str, typer.Option("--by", help="who rejects")],
     reason: Annotated[str, typer.Option("--reason", help="why")],
     url: UrlOption = None,
@@ -259,7 +264,10 @@ def admin_reject(
 
 
 @admin.command("audit")
-def admin_audit(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
+def admin_audit(
+    tenant: Annotated[str, typer.Option("--tenant", help="whose decisions")],
+    url: UrlOption = None,
+) -> None:
     """Every approval decision of a tenant: who, when, what, why."""
     with _adapter(url) as adapter:
         rows = adapter.audit(tenant)

