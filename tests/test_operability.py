@@ -290,3 +290,27 @@ def test_demo_without_home_uses_a_throwaway_folder(
     folder = out.split("throwaway folder ", 1)[1].split()[0]
     assert not Path(folder).exists()
     assert not postgres_of(Path(folder))
+
+
+# --- 4: the benchmark smoke run keeps tracked results untouched -------------------------------
+
+
+def test_bench_smoke_output_goes_to_an_ignored_folder() -> None:
+    from bench.run import RESULTS, output_dir
+
+    repo = Path(__file__).resolve().parents[1]
+    smoke = output_dir(smoke=True)
+    assert output_dir(smoke=False) == RESULTS and smoke != RESULTS
+    for name in ("recallset.json", "smoke.json", "smoke.png"):
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", str(smoke / name)], cwd=repo, check=False
+        )
+        assert ignored.returncode == 0, f"{smoke / name} is not git-ignored"
+    tracked = subprocess.run(
+        ["git", "ls-files", str(RESULTS / "recallset.json")],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert tracked.stdout.strip(), "the full run's results stay tracked"
