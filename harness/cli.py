@@ -65,7 +65,13 @@ def _open_store(
     this process's handle on the embedded server released (the server stops if unused)."""
     settings = settings or _settings()
     embedded = (url or settings.database_url_value) is None
-    with exit_on_signals():
+    home = settings.home
+
+    def release() -> None:
+        if embedded:
+            release_embedded(home)
+
+    with exit_on_signals(last_resort=release):
         try:
             try:
                 store = MemoryStore.connect(url, settings=settings, check_model=check_model)
@@ -76,8 +82,7 @@ def _open_store(
             finally:
                 store.close()
         finally:
-            if embedded:
-                release_embedded(settings.home)
+            release()
 
 
 def _show_warning(

@@ -149,7 +149,8 @@ def test_sigterm_on_http_server_logs_auth_failures_and_leaves_no_postgres(
         )
         assert answer.status_code == 401
         challenge = answer.headers.get("www-authenticate", "")
-        assert challenge.startswith("Bearer") and "resource_metadata" not in challenge
+        assert challenge.startswith('Bearer realm="harness-memory"')
+        assert "resource_metadata" not in challenge and "does not offer OAuth" in challenge
         assert (
             httpx.get(
                 f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp", timeout=10
@@ -314,3 +315,25 @@ def test_bench_smoke_output_goes_to_an_ignored_folder() -> None:
         check=True,
     )
     assert tracked.stdout.strip(), "the full run's results stay tracked"
+
+
+def test_a_swallowed_signal_still_releases_and_exits(tmp_path: Path) -> None:
+    marker = tmp_path / "released"
+    script = (
+        "import os, signal, time\n"
+        "from pathlib import Path\n"
+        "from harness.lifecycle import exit_on_signals\n"
+        f"marker = Path({str(marker)!r})\n"
+        "with exit_on_signals(last_resort=lambda: marker.write_text('yes'), grace_s=0.5):\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(1)\n"
+        "    except SystemExit:\n"
+        "        pass  # what Python does to an exception in a weakref callback\n"
+        "    time.sleep(30)\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
+    assert done.returncode == 128 + signal.SIGTERM
+    assert marker.read_text() == "yes"
+    assert time.monotonic() - started < 20

@@ -16,6 +16,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from harness.errors import InvalidInput
 
 __all__ = [
+    "BEARER_CHALLENGE",
     "AuthFailureLog",
     "HeaderTimeoutH11Protocol",
     "HttpOptions",
@@ -107,9 +108,16 @@ class HeaderTimeoutH11Protocol(H11Protocol):
             self.transport.close()
 
 
+#: The 401 challenge: plain bearer tokens, and no pointer to an OAuth authorization server.
+BEARER_CHALLENGE = (
+    'Bearer realm="harness-memory", error="invalid_token", error_description="a bearer token '
+    'from harness-memory mcp-token is required; this server does not offer OAuth"'
+)
+
+
 class AuthFailureLog:
     """ASGI middleware logging every 401/403 answer (client address, method, path; never the
-    token or any header)."""
+    token or any header), and stating plain bearer auth in the 401 challenge."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -129,6 +137,12 @@ class AuthFailureLog:
                     client[0],
                     message["status"],
                 )
+                if message["status"] == 401:
+                    headers = [
+                        (k, v) for k, v in message.get("headers", []) if k != b"www-authenticate"
+                    ]
+                    headers.append((b"www-authenticate", BEARER_CHALLENGE.encode()))
+                    message = {**message, "headers": headers}
             await send(message)
 
         await self.app(scope, receive, watch)
