@@ -7,7 +7,6 @@ from urllib.parse import unquote
 
 from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 
 from harness.engine import Engine, RunInput, Verdict
 from harness.extract import RuleExtractor
@@ -59,7 +58,7 @@ def run_demo(store: MemoryStore, console: Console) -> None:
     )
     mode = "hybrid" if store.embedder else "lexical-only"
     store_url = unquote(store.status().url)  # the embedded socket folder, without %2F
-    console.print(Panel.fit(f"harness-memory demo — store: {store_url} ({mode})"))
+    console.print(f"harness-memory demo — store: {escape(store_url)} ({mode})", soft_wrap=True)
 
     first = RunInput(
         tenant=TENANT,
@@ -98,11 +97,9 @@ def run_demo(store: MemoryStore, console: Console) -> None:
     console.rule("[bold]Run 2[/bold] — week 48, same workflow")
     two = engine.run(second)
     console.print("first system message of the first call:")
-    console.print(
-        Panel(
-            escape(two.recall.text if two.recall and two.recall.text else "(empty)"), expand=False
-        )
-    )
+    # Plain lines, never a box: a box crops or breaks long memories mid-word.
+    for line in (two.recall.text if two.recall and two.recall.text else "(empty)").splitlines():
+        console.print(f"  │ {escape(line)}", soft_wrap=True, highlight=False)
     summary = (
         "[green]accepted at once[/green]"
         if two.accepted and two.attempts == 1

@@ -112,3 +112,44 @@ def test_release_keeps_the_server_for_other_live_users(home: Path) -> None:
     finally:
         other.kill()
         other.wait()
+
+
+ZOMBIE_SCRIPT = """
+import ctypes, os, signal, sys, time
+from pathlib import Path
+import psutil
+from harness.memory import MemoryCandidate, MemoryStore
+from harness.memory.embedded import postmaster_pid, release_embedded
+from harness.settings import Settings
+
+# Adopt orphans and never reap them: a container whose PID 1 is no init process.
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+home = Path(sys.argv[1])
+settings = Settings.from_env(home=home)
+MemoryStore.connect(settings=settings, embedder=None).close()
+pid = postmaster_pid(home)
+os.kill(pid, signal.SIGKILL)
+deadline = time.time() + 30
+while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE and time.time() < deadline:
+    time.sleep(0.1)
+print("zombie", psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+store = MemoryStore.connect(settings=settings, embedder=None)
+m = store.write(MemoryCandidate(tenant="t", scope="user", scope_id="u", kind="fact", content="ok"))
+print("read", store.get(m.id).content)
+store.close()
+release_embedded(home)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl subreaper is Linux-only")
+def test_restart_when_the_killed_postmaster_stays_a_zombie(home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", ZOMBIE_SCRIPT, str(home)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "zombie True" in done.stdout and "read ok" in done.stdout
+    assert wait_for(lambda: postmaster_pid(home) is None)

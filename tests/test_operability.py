@@ -287,6 +287,14 @@ def test_demo_without_home_uses_a_throwaway_folder(
     code, out = run_cli(["demo"], env)
     assert code == 0, out
     assert "throwaway folder" in out and "demo OK" in out
+    # The lesson is shown whole, not cut mid-word.
+    lesson = (
+        "A reviewer rejected an earlier answer: Start with a three-line TL;DR and list every "
+        "incident id (like INC-2041) in a table with its status."
+    )
+    assert f"workflow lesson [active] {lesson}" in out  # what run 1 wrote
+    assert "[workflow lesson | verdict | " in out and f"] {lesson}\n" in out  # run 2's context
+    assert "%2F" not in out
     assert not (xdg / "harness-memory").exists()
     folder = out.split("throwaway folder ", 1)[1].split()[0]
     assert not Path(folder).exists()

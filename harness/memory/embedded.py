@@ -15,6 +15,7 @@ Two things it does not do, and this module adds:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -101,8 +102,15 @@ def _clear_zombie_postmaster(pgdata: Path) -> None:
     except psutil.Error:
         return  # gone entirely: PostgreSQL removes a stale lock file itself
     if zombie:
-        log.warning("embedded PostgreSQL postmaster %s is a zombie; clearing its lock file", first)
+        log.warning("embedded PostgreSQL postmaster %s is a zombie; clearing its lock files", first)
         time.sleep(0.5)  # let orphaned backends notice the postmaster's death and exit
+        lines = pid_file.read_text().splitlines()
+        # postmaster.pid line 5 is the socket folder; its socket lock names the same PID.
+        socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else pgdata
+        for lock in socket_dir.glob(".s.PGSQL.*.lock"):
+            with contextlib.suppress(OSError, IndexError):
+                if lock.read_text().splitlines()[0].strip() == first:
+                    lock.unlink()
         pid_file.replace(pgdata / "postmaster.pid.dead")
 
 
