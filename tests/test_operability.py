@@ -215,20 +215,20 @@ def test_lexical_decision_is_bounded_even_when_the_hub_hangs(
     assert "Could not download" not in done.stderr  # fastembed's retry log stays quiet
 
 
-def test_status_without_model_says_lexical_once_and_how_to_fix(
-    home: Path, tmp_path: Path, silent_hub: str
+def test_status_without_model_says_lexical_once_then_the_home_remembers_its_model(
+    home: Path, tmp_path: Path, silent_hub: str, model_folder: str
 ) -> None:
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o777)
     runtime.chmod(0o777)  # platformdirs warns about a non-private XDG_RUNTIME_DIR
-    env = cli_env(
+    no_model = cli_env(
         home,
         tmp_path,
         HF_ENDPOINT=silent_hub,
         HF_HUB_OFFLINE="",
         XDG_RUNTIME_DIR=str(runtime),
     )
-    code, out = run_cli(["status"], env)
+    code, out = run_cli(["status"], no_model)
     assert code == 0, out
     assert out.count("no embedding model") == 1, out
     assert "HARNESS_EMBED_MODEL_PATH=<folder>" in out and "hf download" in out
@@ -236,13 +236,12 @@ def test_status_without_model_says_lexical_once_and_how_to_fix(
     assert "XDG_RUNTIME_DIR" not in out and "%2F" not in out and "Traceback" not in out
     assert f"data in {home / 'pgdata'}" in out
 
-
-def test_home_remembers_its_model_folder(home: Path, tmp_path: Path, model_folder: str) -> None:
+    # Once a model folder was used in this home, a shell without the variable keeps it.
     code, out = run_cli(["init"], cli_env(home, tmp_path, HARNESS_EMBED_MODEL_PATH=model_folder))
     assert code == 0, out
-    code, out = run_cli(["status"], cli_env(home, tmp_path))
+    code, out = run_cli(["status"], no_model)
     assert code == 0, out
-    assert "hybrid" in out and "lexical-only" not in out
+    assert "hybrid" in out and "lexical-only" not in out and "no embedding model" not in out
     assert f"{Path(model_folder).resolve()} (remembered by this home" in out
 
 
