@@ -230,3 +230,20 @@ def test_single_write_errors_do_not_mention_candidate_indexes(
     with pytest.raises(InvalidInput) as long:
         store.write(MemoryCandidate(**{**good, "content": "y" * 10_000}))
     assert str(long.value).startswith("content:")
+
+
+def test_mcp_token_cli_mints_an_expiring_token(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    path = tmp_path / "tokens.json"
+    monkeypatch.setenv("HARNESS_MCP_TOKENS", str(path))
+    result = CliRunner().invoke(
+        app, ["mcp-token", "--tenant", "t", "--user", "u", "--expires-in-days", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    token = result.output.strip().splitlines()[-1]
+    (entry,) = json.loads(path.read_text())["tokens"]
+    assert abs(entry["expires_at"] - (time.time() + 2 * 86400)) < 60
+    assert token not in path.read_text()  # only the hash is stored

@@ -114,6 +114,7 @@ class TokenFileVerifier:
             client_id=f"{identity.tenant}/{identity.user_id}",
             subject=identity.user_id,
             scopes=["memory:recall"],
+            expires_at=int(expires_at) if expires_at is not None else None,
             claims={
                 "tenant": identity.tenant,
                 "user_id": identity.user_id,
