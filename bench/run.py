@@ -1,7 +1,7 @@
 """Run the benchmarks and write bench/results/*.json and bench/results/bench.png.
 
     python -m bench.run             # full run (several minutes; 100k memories)
-    python -m bench.run --smoke     # under a minute: 1k memories, two LoCoMo conversations
+    python -m bench.run --smoke     # under a minute, into the ignored bench/.work/smoke/
 
 Every figure is measured in this process next to its baseline (vector-only, full-text-only,
 exact scan vs HNSW, the RecallSet at 10k vs 100k operations).
@@ -18,6 +18,14 @@ from typing import Any
 
 from bench import latency, locomo, quality, recallset_bench
 from bench.common import RESULTS, peak_rss_mb
+
+#: Where ``--smoke`` writes (git-ignored): a smoke run must never rewrite tracked results.
+SMOKE_RESULTS = Path(__file__).parent / ".work" / "smoke"
+
+
+def output_dir(smoke: bool, out_dir: Path | None = None) -> Path:
+    """``out_dir`` if given, else the ignored smoke folder for smoke runs, else bench/results."""
+    return out_dir or (SMOKE_RESULTS if smoke else RESULTS)
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -82,10 +90,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--smoke", action="store_true", help="small and fast")
     parser.add_argument(
+        "--out-dir", type=Path, default=None, help="where to write (smoke: bench/.work/smoke)"
+    )
+    parser.add_argument(
         "--only", default="recallset,quality,locomo,latency", help="comma-separated sections"
     )
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
+    results = output_dir(args.smoke, args.out_dir)
     started = time.time()
     result: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
@@ -93,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if "recallset" in sections:
         result["recallset"] = recallset_bench.main(
-            ["--repeat", "1" if args.smoke else "5", "--out", str(RESULTS / "recallset.json")]
+            ["--repeat", "1" if args.smoke else "5", "--out", str(results / "recallset.json")]
         )
     if "quality" in sections:
         result["quality"] = (
@@ -121,11 +133,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     result["seconds"] = round(time.time() - started, 1)
     name = "smoke" if args.smoke else "bench"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{name}.json"
+    results.mkdir(parents=True, exist_ok=True)
+    out = results / f"{name}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")
-    plot(result, RESULTS / f"{name}.png")
+    plot(result, results / f"{name}.png")
     return result
 
 

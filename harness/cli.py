@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import tempfile
+import warnings
 from collections.abc import Iterator
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import unquote
 
 import typer
 from rich.console import Console
@@ -14,7 +19,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from harness.errors import HarnessError, InvalidInput
+from harness.lifecycle import exit_on_signals
+from harness.memory.embedded import release_embedded
 from harness.memory.store import MemoryStore
+from harness.settings import Settings
 from product_adapter import ProductAdapter
 
 __all__ = ["app"]
@@ -24,7 +32,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(soft_wrap=True)  # paths and URLs stay whole for copy and grep
+err_console = Console(stderr=True, soft_wrap=True)
+
+MIN_INGEST_KEY_CHARS = 16
 
 UrlOption = Annotated[
     str | None,
@@ -39,33 +50,84 @@ def _fail(exc: HarnessError) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _connect(url: str | None, *, check_model: bool = True) -> MemoryStore:
+def _settings(**overrides: object) -> Settings:
     try:
-        return MemoryStore.connect(url, check_model=check_model)
-    except HarnessError as exc:
+        return Settings.from_env(**overrides)
+    except InvalidInput as exc:
         raise _fail(exc) from exc
 
 
+@contextlib.contextmanager
+def _open_store(
+    url: str | None, *, check_model: bool = True, settings: Settings | None = None
+) -> Iterator[MemoryStore]:
+    """A store for one command. SIGTERM/SIGINT unwind through here: the store is closed and
+    this process's handle on the embedded server released (the server stops if unused)."""
+    settings = settings or _settings()
+    embedded = (url or settings.database_url_value) is None
+    home = settings.home
+
+    def release() -> None:
+        if embedded:
+            release_embedded(home)
+
+    with exit_on_signals(last_resort=release):
+        try:
+            try:
+                store = MemoryStore.connect(url, settings=settings, check_model=check_model)
+            except HarnessError as exc:
+                raise _fail(exc) from exc
+            try:
+                yield store
+            finally:
+                store.close()
+        finally:
+            release()
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one plain line on stderr (no source location)."""
+    err_console.print(f"[yellow]warning:[/yellow] {escape(str(message))}", soft_wrap=True)
+
+
+def _display_url(url: str) -> str:
+    """A redacted URL for people: the embedded server's socket folder without %2F escapes."""
+    return unquote(url)
+
+
 @app.callback()
-def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def _main(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="log progress (INFO) to stderr")
+    ] = False,
+) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    warnings.showwarning = _show_warning
 
 
 @app.command()
 def init(url: UrlOption = None) -> None:
     """Create or migrate the store (idempotent) and print where it lives."""
-    with _connect(url) as store:
+    with _open_store(url) as store:
         st = store.status()
-        console.print(f"store ready at {st.url} (schema revision {st.revision})")
+        console.print(f"store ready at {_display_url(st.url)} (schema revision {st.revision})")
 
 
 @app.command()
 def status(url: UrlOption = None) -> None:
     """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
-    with _connect(url, check_model=False) as store:
+    settings = _settings()
+    with _open_store(url, check_model=False, settings=settings) as store:
         st = store.status()
         spooled = ProductAdapter(store).spooled_by_tenant()
         mismatch = None
@@ -73,14 +135,26 @@ def status(url: UrlOption = None) -> None:
             store.check_embedding_model()
         except HarnessError as exc:
             mismatch = str(exc)
-    console.print(f"database        {st.url}")
+    if (url or settings.database_url_value) is None:
+        console.print(f"database        embedded PostgreSQL, data in {settings.home / 'pgdata'}")
+    else:
+        console.print(f"database        {_display_url(st.url)}", soft_wrap=True)
     console.print(f"schema revision {st.revision}")
     mode = st.embedder_mode
     if st.embed_model:
         mode += f" ({st.embed_model}, {st.embed_dim} dims)"
     else:
         mode += f" — {st.lexical_reason}"
-    console.print(f"embedder        {mode}")
+    console.print(f"embedder        {escape(mode)}", soft_wrap=True)
+    if st.embed_source == "remembered":
+        console.print(
+            f"model folder    {st.embed_model_path} (remembered by this home in "
+            f"{settings.home / 'config.json'}; HARNESS_EMBED_MODEL_PATH is unset)",
+            soft_wrap=True,
+        )
+    elif st.embed_source:
+        where = f"{st.embed_model_path} " if st.embed_model_path else ""
+        console.print(f"model folder    {where}(from {st.embed_source})", soft_wrap=True)
     console.print(
         f"vectors built by {st.stored_model or '(none yet)'}; "
         f"{st.missing_embeddings} memories without a vector"
@@ -110,11 +184,13 @@ def reembed(
     missing_only: Annotated[
         bool, typer.Option("--missing-only", help="only rows without a vector")
     ] = False,
-    batch_size: Annotated[int, typer.Option(min=1)] = 256,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="memories embedded and written per transaction")
+    ] = 256,
 ) -> None:
     """Rebuild every vector with the configured embedding model and record it (idempotent)."""
     with (
-        _connect(url, check_model=False) as store,
+        _open_store(url, check_model=False) as store,
         Progress(
             TextColumn("re-embedding"),
             BarColumn(),
@@ -142,17 +218,18 @@ app.add_typer(admin, name="admin")
 @contextlib.contextmanager
 def _adapter(url: str | None) -> Iterator[ProductAdapter]:
     """The product adapter over a fresh store; typed errors become exit code 2."""
-    store = _connect(url, check_model=False)
-    try:
-        yield ProductAdapter(store)
-    except HarnessError as exc:
-        raise _fail(exc) from exc
-    finally:
-        store.close()
+    with _open_store(url, check_model=False) as store:
+        try:
+            yield ProductAdapter(store)
+        except HarnessError as exc:
+            raise _fail(exc) from exc
 
 
 @admin.command("pending")
-def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
+def admin_pending(
+    tenant: Annotated[str, typer.Option("--tenant", help="whose pending memories")],
+    url: UrlOption = None,
+) -> None:
     """List memories waiting for approval."""
     with _adapter(url) as adapter:
         items = adapter.pending_approvals(tenant)
@@ -168,7 +245,7 @@ def admin_pending(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOpti
 
 @admin.command("approve")
 def admin_approve(
-    memory_id: str,
+    memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
     by: Annotated[str, typer.Option("--by", help="who approves")],
     tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
     url: UrlOption = None,
@@ -181,7 +258,7 @@ def admin_approve(
 
 @admin.command("reject")
 def admin_reject(
-    memory_id: str,
+    memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
     by: Annotated[str, typer.Option("--by", help="who rejects")],
     reason: Annotated[str, typer.Option("--reason", help="why")],
     tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
@@ -194,7 +271,10 @@ def admin_reject(
 
 
 @admin.command("audit")
-def admin_audit(tenant: Annotated[str, typer.Option("--tenant")], url: UrlOption = None) -> None:
+def admin_audit(
+    tenant: Annotated[str, typer.Option("--tenant", help="whose decisions")],
+    url: UrlOption = None,
+) -> None:
     """Every approval decision of a tenant: who, when, what, why."""
     with _adapter(url) as adapter:
         rows = adapter.audit(tenant)
@@ -220,74 +300,194 @@ def reconcile(url: UrlOption = None) -> None:
 @app.command()
 def mcp(
     http: Annotated[
-        str | None, typer.Option("--http", help="serve streamable HTTP on HOST:PORT")
+        str | None,
+        typer.Option("--http", help="serve streamable HTTP on HOST:PORT instead of stdio"),
     ] = None,
-    tenant: Annotated[str | None, typer.Option(help="stdio caller's tenant")] = None,
-    user: Annotated[str | None, typer.Option(help="stdio caller's user id")] = None,
-    workflow: Annotated[str | None, typer.Option(help="stdio caller's workflow id")] = None,
-    public_url: Annotated[str | None, typer.Option(help="HTTP: this server's public URL")] = None,
+    tenant: Annotated[
+        str | None, typer.Option(help="stdio: the caller's tenant (or HARNESS_MCP_TENANT)")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option(help="stdio: the caller's user id (or HARNESS_MCP_USER)")
+    ] = None,
+    workflow: Annotated[
+        str | None,
+        typer.Option(help="stdio: pin recall to this workflow (or HARNESS_MCP_WORKFLOW)"),
+    ] = None,
+    public_url: Annotated[
+        str | None, typer.Option(help="HTTP: this server's public base URL, if proxied")
+    ] = None,
     url: UrlOption = None,
 ) -> None:
     """Serve memory to MCP agents: stdio by default, or streamable HTTP with --http.
 
     Over stdio the caller is fixed by --tenant/--user (or HARNESS_MCP_TENANT/_USER); over
-    HTTP each bearer token maps to its caller (see `harness-memory mcp-token`).
+    HTTP each bearer token maps to its caller (see `harness-memory mcp-token`). SIGTERM or
+    SIGINT stops accepting, lets in-flight calls finish (10 s grace) and releases the store.
     """
-    from harness.mcp_server import Identity, TokenFile, TokenFileVerifier, build_server
-    from harness.settings import Settings
+    from harness.mcp_server import Identity, build_server
 
-    settings = Settings.from_env()
-    store = _connect(url, check_model=True)
-    if http is None:
-        who_tenant, who_user = tenant or settings.mcp_tenant, user or settings.mcp_user
-        if not who_tenant or not who_user:
+    settings = _settings()
+    address = None
+    if http is not None:
+        try:
+            address = _parse_http(http)
+        except InvalidInput as exc:
+            raise _fail(exc) from exc
+        key = settings.mcp_ingest_key.get_secret_value() if settings.mcp_ingest_key else None
+        if key is not None and len(key) < MIN_INGEST_KEY_CHARS:
             raise _fail(
                 InvalidInput(
-                    "stdio needs --tenant and --user (or HARNESS_MCP_TENANT and HARNESS_MCP_USER)",
-                    fields=("tenant", "user"),
+                    f"HARNESS_MCP_INGEST_KEY: at least {MIN_INGEST_KEY_CHARS} characters "
+                    f"(got {len(key)})",
+                    fields=("HARNESS_MCP_INGEST_KEY",),
                 )
             )
-        server = build_server(
-            store, identity=Identity(who_tenant, who_user, workflow or settings.mcp_workflow)
+    elif not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user):
+        raise _fail(
+            InvalidInput(
+                "stdio needs --tenant and --user (or HARNESS_MCP_TENANT and HARNESS_MCP_USER)",
+                fields=("tenant", "user"),
+            )
         )
-        server.run("stdio")
-        return
+    with _open_store(url, settings=settings) as store:
+        if address is None:
+            identity = Identity(
+                tenant or settings.mcp_tenant or "",
+                user or settings.mcp_user or "",
+                workflow or settings.mcp_workflow,
+            )
+            build_server(store, identity=identity).run("stdio")
+            return
+        _serve_http(store, settings, address, public_url)
+
+
+def _parse_http(value: str) -> tuple[str, int]:
+    from harness.mcp_server.http import parse_http_address
+
+    return parse_http_address(value)
+
+
+def _serve_http(
+    store: MemoryStore, settings: Settings, address: tuple[str, int], public_url: str | None
+) -> None:
+    """Bind first (a busy port is a one-line error), print the start line, then serve."""
+    import socket
+
     import uvicorn
 
-    host, _, port = http.rpartition(":")
-    base = public_url or f"http://{host}:{port}"
-    verifier = TokenFileVerifier(TokenFile(settings.mcp_tokens_path))
-    server = build_server(
-        store, verifier=verifier, public_url=base, ingest_key=settings.mcp_ingest_key
+    from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
+    from harness.mcp_server.http import uvicorn_config
+
+    host, port = address
+    shown_host = f"[{host}]" if ":" in host else host
+    base = (public_url or f"http://{shown_host}:{port}").rstrip("/")
+    ingest_key = settings.mcp_ingest_key.get_secret_value() if settings.mcp_ingest_key else None
+    tokens = settings.mcp_tokens_path
+    try:
+        server = build_server(
+            store,
+            verifier=TokenFileVerifier(TokenFile(tokens)),
+            public_url=base,
+            ingest_key=ingest_key,
+        )
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise _fail(
+            InvalidInput(
+                f"--http: cannot listen on {http_label(host, port)}: {exc.strerror or exc}",
+                fields=("--http",),
+            )
+        ) from None
+    embedder = f"hybrid ({store.embedder.model_name})" if store.embedder else "lexical-only"
+    ingest = f"on ({base}/v1/memories)" if ingest_key else "off (set HARNESS_MCP_INGEST_KEY)"
+    console.print(
+        f"harness-memory MCP on {base}/mcp · bearer tokens: {tokens} · ingest: {ingest} · "
+        f"embedder: {embedder}",
+        soft_wrap=True,
+        highlight=False,
     )
-    uvicorn.run(
-        server.streamable_http_app(host=host), host=host, port=int(port), log_level="warning"
-    )
+    sys.stdout.flush()
+    web = uvicorn.Server(uvicorn_config(server.streamable_http_app(host=host), host, port))
+    web.run(sockets=[sock])
+
+
+def http_label(host: str, port: int) -> str:
+    """``host:port`` with IPv6 hosts bracketed."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @app.command("mcp-token")
 def mcp_token(
-    tenant: Annotated[str, typer.Option()],
-    user: Annotated[str, typer.Option()],
-    workflow: Annotated[str | None, typer.Option()] = None,
+    tenant: Annotated[str, typer.Option(help="the caller's tenant")],
+    user: Annotated[str, typer.Option(help="the caller's user id")],
+    workflow: Annotated[
+        str | None, typer.Option(help="pin this token's recall to one workflow")
+    ] = None,
+    expires_in_days: Annotated[
+        float | None,
+        typer.Option("--expires-in-days", min=0.0, help="refuse the token after this many days"),
+    ] = None,
 ) -> None:
     """Mint a bearer token for the HTTP MCP server; only its hash is stored. Shown once."""
-    from harness.mcp_server import Identity, TokenFile
-    from harness.settings import Settings
+    import time
 
-    path = Settings.from_env().mcp_tokens_path
-    token = TokenFile(path).add(Identity(tenant, user, workflow))
+    from harness.mcp_server import Identity, TokenFile
+
+    path = _settings().mcp_tokens_path
+    expires_at = time.time() + expires_in_days * 86400 if expires_in_days is not None else None
+    try:
+        token = TokenFile(path).add(Identity(tenant, user, workflow), expires_at=expires_at)
+    except HarnessError as exc:
+        raise _fail(exc) from exc
     console.print(f"token for {tenant}/{user} (stored hashed in {path}):")
     console.print(token, soft_wrap=True)
 
 
 @app.command()
 def demo(url: UrlOption = None) -> None:
-    """Tell the two-run story: a rejection becomes a lesson the next run starts with."""
+    """Tell the two-run story: a rejection becomes a lesson the next run starts with.
+
+    Without HARNESS_HOME (or --url / HARNESS_DATABASE_URL) the demo runs in a throwaway
+    folder that is deleted afterwards, never in your real data folder.
+    """
+    import os
+    import shutil
+
     from harness.demo import run_demo
 
-    with _connect(url) as store:
-        run_demo(store, console)
+    settings = _settings()
+    throwaway: Path | None = None
+    if (
+        url is None
+        and settings.database_url_value is None
+        and not os.environ.get("HARNESS_HOME", "").strip()
+    ):
+        throwaway = Path(tempfile.mkdtemp(prefix="harness-demo-"))
+        settings = settings.model_copy(update={"home": throwaway})
+        console.print(
+            f"demo data goes to a throwaway folder {throwaway} (deleted afterwards); "
+            "set HARNESS_HOME to keep it",
+            soft_wrap=True,
+            highlight=False,
+        )
+    else:
+        where = settings.home if url is None and settings.database_url is None else "the database"
+        console.print(
+            f"demo resets and writes tenant 'demo' in {where}", soft_wrap=True, highlight=False
+        )
+    try:
+        with _open_store(url, settings=settings) as store:
+            run_demo(store, console)
+    finally:
+        if throwaway is not None:
+            shutil.rmtree(throwaway, ignore_errors=True)
 
 
 def main() -> None:  # pragma: no cover - console-script shim

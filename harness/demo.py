@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 
 from harness.engine import Engine, RunInput, Verdict
 from harness.extract import RuleExtractor
@@ -57,7 +57,8 @@ def run_demo(store: MemoryStore, console: Console) -> None:
         max_attempts=3,
     )
     mode = "hybrid" if store.embedder else "lexical-only"
-    console.print(Panel.fit(f"harness-memory demo — store: {store.status().url} ({mode})"))
+    store_url = unquote(store.status().url)  # the embedded socket folder, without %2F
+    console.print(f"harness-memory demo — store: {escape(store_url)} ({mode})", soft_wrap=True)
 
     first = RunInput(
         tenant=TENANT,
@@ -80,8 +81,10 @@ def run_demo(store: MemoryStore, console: Console) -> None:
         console.print(f"attempt {n}: {shown}")
     console.print("written after the final verdict:")
     for m in one.memories_written:
+        # Whole contents: a lesson cut mid-word reads as a bug.
         console.print(
-            escape(f"  • {m.scope.value} {m.kind.value} [{m.status.value}] {m.content[:60]}")
+            escape(f"  • {m.scope.value} {m.kind.value} [{m.status.value}] {m.content}"),
+            soft_wrap=True,
         )
 
     second = RunInput(
@@ -94,11 +97,9 @@ def run_demo(store: MemoryStore, console: Console) -> None:
     console.rule("[bold]Run 2[/bold] — week 48, same workflow")
     two = engine.run(second)
     console.print("first system message of the first call:")
-    console.print(
-        Panel(
-            escape(two.recall.text if two.recall and two.recall.text else "(empty)"), expand=False
-        )
-    )
+    # Plain lines, never a box: a box crops or breaks long memories mid-word.
+    for line in (two.recall.text if two.recall and two.recall.text else "(empty)").splitlines():
+        console.print(f"  │ {escape(line)}", soft_wrap=True, highlight=False)
     summary = (
         "[green]accepted at once[/green]"
         if two.accepted and two.attempts == 1

@@ -7,6 +7,7 @@ store boundary only.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -20,6 +21,10 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
 ]
+
+
+#: "scope_id is required ...", "tenant must not be empty": a rule message naming its field.
+_FIELD_RULE = re.compile(r"([a-z][a-z0-9_]*) (?:is|must) ")
 
 
 class HarnessError(Exception):
@@ -64,8 +69,16 @@ class InvalidInput(HarnessError, ValueError):
                     (f"{where}.{sub}" if where else sub, msg) for sub, msg in nested.details
                 ]
                 continue
-            details.append((where or "__root__", err["msg"].removeprefix("Value error, ")))
-        message = f"invalid {model}: " + "; ".join(f"{f}: {m}" for f, m in details)
+            msg = err["msg"].removeprefix("Value error, ")
+            if not where:
+                # A model-level rule has no field path; its message starts with the field it
+                # is about ("scope_id is required ..."), which is what a caller needs to see.
+                named = _FIELD_RULE.match(msg)
+                where = named.group(1) if named else model
+            details.append((where, msg))
+        message = f"invalid {model}: " + "; ".join(
+            m if f == model or m.startswith(f"{f} ") else f"{f}: {m}" for f, m in details
+        )
         return cls(
             message, fields=tuple(f for f, _ in details), errors=errors, details=tuple(details)
         )

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import InvalidInput
 from harness.memory.types import Kind, MemoryCandidate, Origin, Scope, Source
+from harness.settings import Settings
 
 __all__ = ["ExtractionContext", "Extractor", "OpenAIExtractor", "RuleExtractor"]
 
@@ -166,6 +167,28 @@ class OpenAIExtractor:
         self.model = model
         self._client = client or httpx.Client(timeout=timeout_s)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> OpenAIExtractor:
+        """Built from ``HARNESS_LLM_BASE_URL``, ``_MODEL``, ``_API_KEY`` and ``_TIMEOUT_S``.
+
+        Raises:
+            InvalidInput: naming the variable, when the base URL or the model is unset.
+        """
+        s = settings or Settings.from_env()
+        for name, value in (
+            ("HARNESS_LLM_BASE_URL", s.llm_base_url),
+            ("HARNESS_LLM_MODEL", s.llm_model),
+        ):
+            if not value:
+                raise InvalidInput(f"{name} is not set", fields=(name,))
+        assert s.llm_base_url is not None and s.llm_model is not None
+        return cls(
+            s.llm_base_url,
+            s.llm_model,
+            api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
+            timeout_s=s.llm_timeout_s,
+        )
 
     def extract(
         self, user_input: str, output: str, ctx: ExtractionContext

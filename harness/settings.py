@@ -2,76 +2,82 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from harness.errors import InvalidInput
 
 __all__ = ["DEFAULT_EMBED_MODEL", "Settings"]
 
 DEFAULT_EMBED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
-_ENV = {
-    "database_url": "HARNESS_DATABASE_URL",
-    "home": "HARNESS_HOME",
-    "embed_model": "HARNESS_EMBED_MODEL",
-    "embed_model_path": "HARNESS_EMBED_MODEL_PATH",
-    "max_content_chars": "HARNESS_MAX_CONTENT_CHARS",
-    "statement_timeout_ms": "HARNESS_STATEMENT_TIMEOUT_MS",
-    "lock_timeout_ms": "HARNESS_LOCK_TIMEOUT_MS",
-    "pool_size": "HARNESS_POOL_SIZE",
-    "recall_top_n": "HARNESS_RECALL_TOP_N",
-    "narrow_scope_cap": "HARNESS_NARROW_SCOPE_CAP",
-    "llm_base_url": "HARNESS_LLM_BASE_URL",
-    "llm_model": "HARNESS_LLM_MODEL",
-    "llm_api_key": "HARNESS_LLM_API_KEY",
-    "llm_timeout_s": "HARNESS_LLM_TIMEOUT_S",
-    "mcp_tenant": "HARNESS_MCP_TENANT",
-    "mcp_user": "HARNESS_MCP_USER",
-    "mcp_workflow": "HARNESS_MCP_WORKFLOW",
-    "mcp_tokens": "HARNESS_MCP_TOKENS",
-    "mcp_ingest_key": "HARNESS_MCP_INGEST_KEY",
-}
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_data_dir("harness-memory"))
 
 
-class Settings(BaseModel):
-    """Every tunable of the library. Build with :meth:`from_env`, override per field."""
+class Settings(BaseSettings):
+    """Every tunable of the library: ``HARNESS_<FIELD>`` (empty values count as unset).
 
-    model_config = ConfigDict(frozen=True)
+    Secrets are :class:`~pydantic.SecretStr`, so they never appear in a repr or a log line;
+    read them with ``.get_secret_value()``. Build with :meth:`from_env`.
+    """
 
-    database_url: str | None = None
-    home: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("harness-memory")))
-    embed_model: str = DEFAULT_EMBED_MODEL
-    embed_model_path: Path | None = None
+    model_config = SettingsConfigDict(
+        env_prefix="HARNESS_", env_ignore_empty=True, frozen=True, extra="ignore"
+    )
+
+    database_url: SecretStr | None = Field(
+        default=None, description="PostgreSQL URL; unset = the embedded server in home"
+    )
+    home: Path = Field(
+        default_factory=_default_home, description="data folder of the embedded server"
+    )
+    embed_model: str = Field(default=DEFAULT_EMBED_MODEL, description="embedding model name")
+    embed_model_path: Path | None = Field(
+        default=None, description="local folder with the model's ONNX files"
+    )
     max_content_chars: int = Field(default=2000, ge=1)
     statement_timeout_ms: int = Field(default=5000, ge=0)
     lock_timeout_ms: int = Field(default=2000, ge=0)
     pool_size: int = Field(default=5, ge=1)
     recall_top_n: int = Field(default=8, ge=1)
     narrow_scope_cap: int = Field(default=50, ge=1)
-    llm_base_url: str | None = None
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible API base URL")
     llm_model: str | None = None
-    llm_api_key: str | None = None
+    llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=20.0, gt=0)
     mcp_tenant: str | None = None
     mcp_user: str | None = None
     mcp_workflow: str | None = None
     mcp_tokens: Path | None = None
-    mcp_ingest_key: str | None = None
+    mcp_ingest_key: SecretStr | None = None
 
     @property
     def mcp_tokens_path(self) -> Path:
         """The MCP bearer-token file (hashes only)."""
         return self.mcp_tokens or self.home / "mcp-tokens.json"
 
+    @property
+    def database_url_value(self) -> str | None:
+        """The configured database URL in clear (for the driver only; never print it)."""
+        return self.database_url.get_secret_value() if self.database_url else None
+
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-        """Read ``HARNESS_*`` variables (empty values count as unset), then apply overrides."""
-        env = os.environ if environ is None else environ
-        values: dict[str, object] = {
-            field: env[name] for field, name in _ENV.items() if env.get(name, "").strip()
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+    def from_env(cls, **overrides: object) -> Settings:
+        """Read ``HARNESS_*`` variables, then apply ``overrides`` (``None`` values are ignored).
+
+        Raises:
+            InvalidInput: a variable does not parse; the message names the variable.
+        """
+        values = {k: v for k, v in overrides.items() if v is not None}
+        try:
+            return cls(**values)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else "settings"
+            name = f"HARNESS_{field.upper()}" if field in cls.model_fields else field
+            raise InvalidInput(f"{name}: {first['msg']}", fields=(name,)) from None

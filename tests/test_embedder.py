@@ -11,6 +11,7 @@ import pytest
 from harness.errors import EmbeddingModelMismatch
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.embedder import Embedder, load_embedder
+from harness.settings import Settings
 
 from .conftest import HashEmbedder
 
@@ -38,13 +39,17 @@ def test_missing_model_folder_means_lexical_mode(tmp_path: Path) -> None:
     assert embedder is None and reason is not None and "not found" in reason
 
 
-def test_lexical_only_store_warns_once_and_still_recalls(fresh_db_url: str, tenant: str) -> None:
+def test_lexical_only_store_warns_once_and_still_recalls(
+    fresh_db_url: str, tenant: str, tmp_path: Path
+) -> None:
+    settings = Settings.from_env(embed_model_path=tmp_path / "no-model")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        store = MemoryStore.connect(fresh_db_url, embedder=None)
+        store = MemoryStore.connect(fresh_db_url, settings=settings)
     try:
         lexical = [w for w in caught if "lexical-only" in str(w.message)]
         assert len(lexical) == 1
+        assert "HARNESS_EMBED_MODEL_PATH" in str(lexical[0].message)
         st = store.status()
         assert st.embedder_mode == "lexical-only" and st.embed_model is None
         m = store.write(fact(tenant, "The staging cluster is named kestrel"))

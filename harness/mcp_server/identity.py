@@ -6,8 +6,10 @@ import hashlib
 import json
 import os
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
@@ -41,31 +43,41 @@ class TokenFile:
     def __init__(self, path: Path):
         self.path = path
 
-    def load(self) -> dict[str, Identity]:
-        """Hash -> identity. A missing file means no tokens."""
+    def _entries(self) -> list[dict[str, Any]]:
         if not self.path.exists():
-            return {}
+            return []
         data = json.loads(self.path.read_text(encoding="utf-8"))
+        return list(data.get("tokens", []))
+
+    def load(self) -> dict[str, Identity]:
+        """Hash -> identity of every token, expired ones included. A missing file means none."""
         return {
             entry["sha256"]: Identity(entry["tenant"], entry["user_id"], entry.get("workflow_id"))
-            for entry in data.get("tokens", [])
+            for entry in self._entries()
         }
 
-    def add(self, identity: Identity) -> str:
-        """Mint a token for ``identity``, store its hash, return the token (shown once)."""
+    def expiries(self) -> dict[str, float]:
+        """Hash -> expiry (Unix seconds) of the tokens minted with one."""
+        return {
+            e["sha256"]: float(e["expires_at"]) for e in self._entries() if e.get("expires_at")
+        }
+
+    def add(self, identity: Identity, *, expires_at: float | None = None) -> str:
+        """Mint a token for ``identity``, store its hash, return the token (shown once).
+
+        ``expires_at`` (Unix seconds) makes the token invalid from then on.
+        """
         token = "hm_" + secrets.token_urlsafe(32)
-        entries = [
-            {"sha256": h, "tenant": i.tenant, "user_id": i.user_id, "workflow_id": i.workflow_id}
-            for h, i in self.load().items()
-        ]
-        entries.append(
-            {
-                "sha256": hash_token(token),
-                "tenant": identity.tenant,
-                "user_id": identity.user_id,
-                "workflow_id": identity.workflow_id,
-            }
-        )
+        entries = self._entries()
+        entry: dict[str, Any] = {
+            "sha256": hash_token(token),
+            "tenant": identity.tenant,
+            "user_id": identity.user_id,
+            "workflow_id": identity.workflow_id,
+        }
+        if expires_at is not None:
+            entry["expires_at"] = expires_at
+        entries.append(entry)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"tokens": entries}, indent=2), encoding="utf-8")
@@ -80,23 +92,30 @@ class TokenFileVerifier:
     def __init__(self, tokens: TokenFile):
         self.tokens = tokens
         self._cache: dict[str, Identity] = {}
+        self._expiries: dict[str, float] = {}
         self._mtime: float | None = None
 
     def _current(self) -> dict[str, Identity]:
         mtime = self.tokens.path.stat().st_mtime if self.tokens.path.exists() else None
         if mtime != self._mtime:
-            self._cache, self._mtime = self.tokens.load(), mtime
+            self._cache, self._expiries = self.tokens.load(), self.tokens.expiries()
+            self._mtime = mtime
         return self._cache
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        identity = self._current().get(hash_token(token))
+        digest = hash_token(token)
+        identity = self._current().get(digest)
         if identity is None:
+            return None
+        expires_at = self._expiries.get(digest)
+        if expires_at is not None and time.time() >= expires_at:
             return None
         return AccessToken(
             token=hash_token(token),
             client_id=f"{identity.tenant}/{identity.user_id}",
             subject=identity.user_id,
             scopes=["memory:recall"],
+            expires_at=int(expires_at) if expires_at is not None else None,
             claims={
                 "tenant": identity.tenant,
                 "user_id": identity.user_id,

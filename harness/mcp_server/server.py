@@ -75,7 +75,10 @@ def build_server(
         base = (public_url or "http://127.0.0.1:8765").rstrip("/")
         auth = AuthSettings(
             issuer_url=base,
-            resource_server_url=f"{base}/mcp",
+            # Plain bearer tokens, no OAuth: without a resource URL the 401 carries no
+            # resource_metadata pointer, so clients do not go looking for an authorization
+            # server that does not exist.
+            resource_server_url=None,
             required_scopes=["memory:recall"],
             # Our tokens are opaque, minted for this server alone and checked by lookup.
             validate_token_resource=False,

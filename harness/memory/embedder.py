@@ -1,15 +1,38 @@
-"""Embedders: the Protocol, the fastembed implementation, and the loader with lexical fallback."""
+"""Embedders: the Protocol, the fastembed implementation, and the loader with lexical fallback.
+
+Where the model comes from is decided once, fast, in this order (:func:`choose_embedder`):
+``HARNESS_EMBED_MODEL_PATH``; the folder this home last used (its ``config.json``); fastembed's
+local cache; a download, attempted only when the model hub answers within
+:data:`HUB_PROBE_TIMEOUT_S`. Otherwise the store runs lexical-only, and the caller says so once.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Sequence
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Embedder", "FastEmbedder", "load_embedder"]
+__all__ = [
+    "HUB_PROBE_TIMEOUT_S",
+    "Embedder",
+    "EmbedderChoice",
+    "FastEmbedder",
+    "choose_embedder",
+    "hub_reachable",
+    "load_embedder",
+]
 
 log = logging.getLogger(__name__)
+
+#: Upper bound of the "is the model hub reachable?" probe; the whole decision stays under 2 s.
+HUB_PROBE_TIMEOUT_S = 1.5
+_DEFAULT_HUB = "https://huggingface.co"
 
 
 @runtime_checkable
@@ -27,10 +50,32 @@ class Embedder(Protocol):
         ...
 
 
-class FastEmbedder:
-    """fastembed ``TextEmbedding``; loads the ONNX model from ``model_path`` when given."""
+@contextlib.contextmanager
+def _quiet_fastembed() -> Iterator[None]:
+    """fastembed logs every failed source at ERROR level; the caller reports the outcome once."""
+    from loguru import logger
 
-    def __init__(self, model_name: str, model_path: Path | None = None, batch_size: int = 64):
+    logger.disable("fastembed")
+    try:
+        yield
+    finally:
+        logger.enable("fastembed")
+
+
+class FastEmbedder:
+    """fastembed ``TextEmbedding``; loads the ONNX model from ``model_path`` when given.
+
+    ``local_files_only`` restricts loading to fastembed's cache (no network).
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        model_path: Path | None = None,
+        batch_size: int = 64,
+        *,
+        local_files_only: bool = False,
+    ):
         from fastembed import TextEmbedding  # heavy import; only when a model is wanted
 
         kwargs: dict[str, Any] = {}
@@ -38,7 +83,10 @@ class FastEmbedder:
             if not Path(model_path).is_dir():
                 raise FileNotFoundError(f"embedding model folder not found: {model_path}")
             kwargs["specific_model_path"] = str(model_path)
-        self._model = TextEmbedding(model_name, **kwargs)
+        if local_files_only:
+            kwargs["local_files_only"] = True
+        with _quiet_fastembed():
+            self._model = TextEmbedding(model_name, **kwargs)
         self._model_name = model_name
         self._batch_size = batch_size
         self._dim = len(self.embed(["dimension probe"])[0])
@@ -57,13 +105,132 @@ class FastEmbedder:
         return [v.tolist() for v in self._model.embed(list(texts), batch_size=self._batch_size)]
 
 
+@dataclass(frozen=True)
+class EmbedderChoice:
+    """The outcome of :func:`choose_embedder`.
+
+    ``source`` says where a loaded model came from (``HARNESS_EMBED_MODEL_PATH``,
+    ``remembered``, ``fastembed cache``, ``download``); ``reason`` why none was loaded.
+    """
+
+    embedder: Embedder | None
+    source: str | None = None
+    model_path: Path | None = None
+    reason: str | None = None
+
+    def lexical_message(self, model_name: str) -> str:
+        """One message: lexical-only, why, how to get a model and how to point at it."""
+        return (
+            f"harness-memory: no embedding model ({self.reason}); running lexical-only "
+            "(full-text search, no vector recall). To enable vectors, get the model folder "
+            f"on a machine with network (`hf download {hub_repo(model_name)} --local-dir "
+            "<folder>`), then set HARNESS_EMBED_MODEL_PATH=<folder>."
+        )
+
+
+def hub_repo(model_name: str) -> str:
+    """The Hugging Face repository fastembed downloads ``model_name`` from (best effort)."""
+    try:
+        from fastembed import TextEmbedding
+
+        for entry in TextEmbedding.list_supported_models():
+            if entry.get("model") == model_name:
+                return str(entry.get("sources", {}).get("hf") or model_name)
+    except Exception:  # the hint must never break loading
+        log.debug("fastembed model list unavailable", exc_info=True)
+    return model_name
+
+
+def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """Whether the model hub (``HF_ENDPOINT`` or huggingface.co) answers within ``timeout_s``.
+
+    False at once when ``HF_HUB_OFFLINE`` is set. Name resolution is bounded too: the probe
+    runs in a daemon thread that is abandoned at the deadline.
+    """
+    return _start_hub_probe(timeout_s)()
+
+
+def _start_hub_probe(timeout_s: float) -> Callable[[], bool]:
+    """Start probing the hub in the background; the returned call waits for the answer."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}:
+        return lambda: False
+    import httpx
+
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or _DEFAULT_HUB
+    deadline = time.monotonic() + timeout_s
+    done = threading.Event()
+    answered: list[bool] = []
+
+    def probe() -> None:
+        try:
+            httpx.head(endpoint, timeout=timeout_s)
+            answered.append(True)
+        except httpx.HTTPError:
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=probe, name="harness-hub-probe", daemon=True).start()
+
+    def wait() -> bool:
+        done.wait(max(0.0, deadline - time.monotonic()))
+        return bool(answered)
+
+    return wait
+
+
+def _try(
+    model_name: str, model_path: Path | None, *, local_files_only: bool = False
+) -> tuple[Embedder | None, str | None]:
+    try:
+        return FastEmbedder(model_name, model_path, local_files_only=local_files_only), None
+    except Exception as exc:  # any loading failure (missing files, no network, bad ONNX)
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def choose_embedder(
+    model_name: str,
+    model_path: Path | None,
+    *,
+    remembered: Path | None = None,
+    hub_timeout_s: float = HUB_PROBE_TIMEOUT_S,
+) -> EmbedderChoice:
+    """Load the model from the first place that has it; never raises.
+
+    An explicit ``model_path`` is final (no fallback to other sources: a typo must not start
+    a download). Without one, ``remembered`` (the home's last folder), then fastembed's cache,
+    then a download if the hub answers within ``hub_timeout_s``.
+    """
+    if model_path is not None:
+        embedder, reason = _try(model_name, model_path)
+        if embedder is None:
+            return EmbedderChoice(None, reason=f"HARNESS_EMBED_MODEL_PATH={model_path}: {reason}")
+        return EmbedderChoice(embedder, "HARNESS_EMBED_MODEL_PATH", Path(model_path))
+    if remembered is not None and remembered.is_dir():
+        embedder, _ = _try(model_name, remembered)
+        if embedder is not None:
+            return EmbedderChoice(embedder, "remembered", remembered)
+    # The hub probe runs while fastembed looks in its cache: one bounded wait at most.
+    hub_answered = _start_hub_probe(hub_timeout_s)
+    embedder, _ = _try(model_name, None, local_files_only=True)
+    if embedder is not None:
+        return EmbedderChoice(embedder, "fastembed cache")
+    if not hub_answered():
+        return EmbedderChoice(
+            None,
+            reason="HARNESS_EMBED_MODEL_PATH is unset, the model is not in fastembed's cache "
+            "and the model hub is unreachable",
+        )
+    embedder, reason = _try(model_name, None)
+    if embedder is None:
+        return EmbedderChoice(None, reason=f"download failed: {reason}")
+    return EmbedderChoice(embedder, "download")
+
+
 def load_embedder(model_name: str, model_path: Path | None) -> tuple[Embedder | None, str | None]:
     """Try to load the configured model. Returns ``(embedder, None)`` or ``(None, reason)``.
 
-    Never raises: a model that cannot be loaded means lexical-only mode, which the caller
-    announces once.
+    Never raises; see :func:`choose_embedder` for the order of sources.
     """
-    try:
-        return FastEmbedder(model_name, model_path), None
-    except Exception as exc:  # any loading failure (missing files, no network, bad ONNX)
-        return None, f"{type(exc).__name__}: {exc}"
+    choice = choose_embedder(model_name, model_path)
+    return choice.embedder, choice.reason

@@ -30,6 +30,8 @@ class StoreStatus:
     missing_embeddings: int
     pending_cleanups: dict[str, int]
     lexical_reason: str | None = None
+    embed_source: str | None = None
+    embed_model_path: str | None = None
 
 
 def collect_status(store: MemoryStore) -> StoreStatus:
@@ -43,6 +45,7 @@ def collect_status(store: MemoryStore) -> StoreStatus:
         cleanups = {t: int(n) for t, n in conn.execute(sql.open_cleanups_by_tenant())}
         stored, _ = stored_model(conn)
     embedder = store.embedder
+    choice = store.embedder_choice
     return StoreStatus(
         url=redact_url(store.url),
         revision=revision,
@@ -54,4 +57,6 @@ def collect_status(store: MemoryStore) -> StoreStatus:
         missing_embeddings=missing,
         pending_cleanups=cleanups,
         lexical_reason=store.lexical_reason,
+        embed_source=choice.source if choice else None,
+        embed_model_path=str(choice.model_path) if choice and choice.model_path else None,
     )

@@ -26,9 +26,10 @@ from harness.fingerprint import fingerprint
 from harness.identifiers import check_identifier, check_text
 from harness.memory import sql, vectors
 from harness.memory.db import normalize_url, redact_url, translate_errors
-from harness.memory.embedder import Embedder, load_embedder
+from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
 from harness.memory.migrate import upgrade_to_head
+from harness.memory.model_choice import choose_model
 from harness.memory.recall import RecallResult
 from harness.memory.retrieval import Retriever
 from harness.memory.rls import assume_app_role
@@ -87,6 +88,8 @@ class MemoryStore:
         self.clock = clock
         self.url = url
         self.lexical_reason = lexical_reason
+        #: Where the embedding model came from (None when the caller passed the embedder).
+        self.embedder_choice: EmbedderChoice | None = None
         self.retriever = Retriever(self)
         self.runs = RunRecords(self)
 
@@ -115,7 +118,8 @@ class MemoryStore:
             EmbeddingModelMismatch: vectors were built by another model (see ``reembed``).
         """
         settings = settings or Settings.from_env()
-        raw_url = url or settings.database_url
+        raw_url = url or settings.database_url_value
+        embedded = raw_url is None
         if raw_url is None:
             from harness.memory.embedded import embedded_url
 
@@ -142,8 +146,10 @@ class MemoryStore:
                 # every pooled connection runs as that role.
                 engine.dispose()
             reason: str | None = None
+            choice: EmbedderChoice | None = None
             if embedder is AUTO:
-                embedder, reason = load_embedder(settings.embed_model, settings.embed_model_path)
+                choice = choose_model(settings, embedded=embedded)
+                embedder, reason = choice.embedder, choice.reason
             elif embedder is None:
                 reason = "no embedder configured"
             store = cls(
@@ -155,15 +161,13 @@ class MemoryStore:
                 url=full_url,
                 lexical_reason=reason,
             )
-            if embedder is None:
-                message = (
-                    f"harness-memory: no embedding model could be loaded ({reason}); running "
-                    "in lexical-only mode (full-text search only). Set HARNESS_EMBED_MODEL_PATH "
-                    "to a local model folder to enable vector recall."
+            store.embedder_choice = choice
+            if choice is not None and embedder is None:
+                # Once, through one channel; an explicit ``embedder=None`` is a choice, not news.
+                warnings.warn(
+                    choice.lexical_message(settings.embed_model), RuntimeWarning, stacklevel=2
                 )
-                log.warning(message)
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
-            elif check_model:
+            elif embedder is not None and check_model:
                 store.check_embedding_model()
             return store
         except BaseException:
@@ -234,7 +238,7 @@ class MemoryStore:
     # --- write path ----------------------------------------------------------------------------
 
     def _validate(
-        self, candidates: Sequence[MemoryCandidate | Mapping[str, Any]]
+        self, candidates: Sequence[MemoryCandidate | Mapping[str, Any]], *, single: bool = False
     ) -> list[MemoryCandidate]:
         if not isinstance(candidates, (list, tuple)):
             raise InvalidInput(
@@ -244,29 +248,31 @@ class MemoryStore:
             )
         out: list[MemoryCandidate] = []
         for index, raw in enumerate(candidates):
+            # A single write's errors name fields only; a batch's also say which candidate.
+            where = "" if single else f"candidate {index}: "
             if not isinstance(raw, (MemoryCandidate, Mapping)):
                 raise InvalidInput(
-                    f"candidate {index}: a MemoryCandidate or a mapping, not {type(raw).__name__}",
+                    f"{where}a MemoryCandidate or a mapping, not {type(raw).__name__}",
                     fields=("candidate",),
                 )
             try:
                 cand = raw if isinstance(raw, MemoryCandidate) else MemoryCandidate(**dict(raw))
             except InvalidInput as exc:
-                raise InvalidInput(
-                    f"candidate {index}: {exc}", fields=exc.fields, errors=exc.errors
-                ) from exc
+                raise InvalidInput(f"{where}{exc}", fields=exc.fields, errors=exc.errors) from exc
             except (TypeError, ValidationError) as exc:
-                raise InvalidInput(f"candidate {index}: {exc}", fields=("candidate",)) from exc
+                raise InvalidInput(f"{where}{exc}", fields=("candidate",)) from exc
             if len(cand.content) > self.settings.max_content_chars:
                 raise InvalidInput(
-                    f"candidate {index}: content: {len(cand.content)} characters exceeds the "
+                    f"{where}content: {len(cand.content)} characters exceeds the "
                     f"maximum of {self.settings.max_content_chars}",
                     fields=("content",),
                 )
             try:
                 self.guard.check(cand)
             except MemoryRejected as exc:
-                raise MemoryRejected(exc.reason, rule=exc.rule, index=index) from None
+                raise MemoryRejected(
+                    exc.reason, rule=exc.rule, index=None if single else index
+                ) from None
             out.append(cand)
         return out
 
@@ -281,14 +287,16 @@ class MemoryStore:
             InvalidInput: bad fields (nothing written). MemoryRejected: the guard refused it.
             StoreUnavailable / StoreError: the database failed (nothing written).
         """
-        return self.write_many([candidate])[0]
+        return self._write_checked(self._validate([candidate], single=True))[0]
 
     def write_many(self, candidates: Sequence[MemoryCandidate | Mapping[str, Any]]) -> list[Memory]:
         """Like :meth:`write` for many candidates in one transaction, embeddings batched.
 
         All or nothing: one invalid or rejected candidate means none is written.
         """
-        cands = self._validate(candidates)
+        return self._write_checked(self._validate(candidates))
+
+    def _write_checked(self, cands: list[MemoryCandidate]) -> list[Memory]:
         if not cands:
             return []
         pairs = self._embed(cands)  # before taking a pooled connection

@@ -1,0 +1,170 @@
+"""Serving the MCP server over streamable HTTP: address parsing, the uvicorn config with a
+header read timeout and a shutdown grace period, and logging of authentication failures."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from harness.errors import InvalidInput
+
+__all__ = [
+    "BEARER_CHALLENGE",
+    "AuthFailureLog",
+    "HeaderTimeoutH11Protocol",
+    "HttpOptions",
+    "parse_http_address",
+    "uvicorn_config",
+]
+
+log = logging.getLogger("harness.mcp_server.http")
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Connection limits: seconds to deliver a request's headers, and to finish in-flight calls
+    after SIGTERM/SIGINT before they are cancelled."""
+
+    header_timeout_s: float = 10.0
+    shutdown_grace_s: int = 10
+
+
+def parse_http_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (IPv6 as ``[::1]:PORT``) -> ``(host, port)``.
+
+    Raises:
+        InvalidInput: naming ``--http`` when the value is not a host and a port 1-65535.
+    """
+    host, sep, port = value.strip().rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise InvalidInput(
+            f"--http: expected HOST:PORT such as 127.0.0.1:8765, got {value!r}",
+            fields=("--http",),
+        )
+    if ":" in host:  # only a bracketed IPv6 address may contain colons
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise InvalidInput(
+                f"--http: {host!r} is not a host name or address", fields=("--http",)
+            ) from None
+    return host, int(port)
+
+
+class HeaderTimeoutH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, closing connections that do not deliver a complete request head
+    within ``header_timeout_s`` of connecting or of sending more bytes after an idle pause.
+
+    uvicorn's keep-alive timeout covers idle sockets only between requests; a client that opens
+    a socket and trickles (or never sends) headers would hold it open indefinitely.
+    """
+
+    header_timeout_s: float = 10.0
+    _header_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_deadline is None and self._between_requests():
+            self._arm_header_deadline()
+        super().data_received(data)
+        if not self._between_requests() and self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+        super().connection_lost(exc)
+
+    def _between_requests(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _arm_header_deadline(self) -> None:
+        cycle = self.cycle
+        self._header_deadline = self.loop.call_later(
+            self.header_timeout_s, self._header_timed_out, cycle
+        )
+
+    def _header_timed_out(self, cycle_at_start: Any) -> None:
+        self._header_deadline = None
+        if self.cycle is cycle_at_start and not self.transport.is_closing():
+            log.info(
+                "closing a connection from %s: no request head within %.0fs",
+                self.client,
+                self.header_timeout_s,
+            )
+            self.transport.close()
+
+
+#: The 401 challenge: plain bearer tokens, and no pointer to an OAuth authorization server.
+BEARER_CHALLENGE = (
+    'Bearer realm="harness-memory", error="invalid_token", error_description="a bearer token '
+    'from harness-memory mcp-token is required; this server does not offer OAuth"'
+)
+
+
+class AuthFailureLog:
+    """ASGI middleware logging every 401/403 answer (client address, method, path; never the
+    token or any header), and stating plain bearer auth in the 401 challenge."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in (401, 403):
+                client = scope.get("client") or ("?", 0)
+                log.warning(
+                    "authentication failed: %s %s from %s (HTTP %d)",
+                    scope.get("method", "?"),
+                    scope.get("path", "?"),
+                    client[0],
+                    message["status"],
+                )
+                if message["status"] == 401:
+                    headers = [
+                        (k, v) for k, v in message.get("headers", []) if k != b"www-authenticate"
+                    ]
+                    headers.append((b"www-authenticate", BEARER_CHALLENGE.encode()))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, watch)
+
+
+def uvicorn_config(
+    app: ASGIApp, host: str, port: int, options: HttpOptions | None = None
+) -> uvicorn.Config:
+    """The uvicorn config this project serves with: h11 with a header read timeout, a
+    graceful-shutdown bound, auth failures logged."""
+    opts = options or HttpOptions()
+    protocol = type(
+        "HarnessH11Protocol",
+        (HeaderTimeoutH11Protocol,),
+        {"header_timeout_s": opts.header_timeout_s},
+    )
+    return uvicorn.Config(
+        AuthFailureLog(app),
+        host=host,
+        port=port,
+        http=protocol,
+        log_level="warning",
+        timeout_graceful_shutdown=opts.shutdown_grace_s,
+        lifespan="on",
+    )
