@@ -72,14 +72,28 @@ class InvalidInput(HarnessError, ValueError):
 
 
 class MemoryRejected(HarnessError):
-    """The guard refused a candidate. ``rule`` is a stable identifier, ``reason`` is prose."""
+    """The guard refused a candidate. ``rule`` is a stable identifier, ``reason`` is prose.
 
-    def __init__(self, reason: str, *, rule: str, index: int | None = None):
+    ``field`` (e.g. ``content``, ``source.run_id``) and ``position`` (character offset in that
+    field) say where; the reason shows a secret masked, never in clear.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        rule: str,
+        index: int | None = None,
+        field: str | None = None,
+        position: int | None = None,
+    ):
         where = f" (candidate {index})" if index is not None else ""
         super().__init__(f"memory rejected by guard rule {rule!r}{where}: {reason}")
         self.reason = reason
         self.rule = rule
         self.index = index
+        self.field = field
+        self.position = position
 
 
 class MemoryNotFound(HarnessError, KeyError):

@@ -231,7 +231,9 @@ class MemoryStore:
             try:
                 self.guard.check(cand)
             except MemoryRejected as exc:
-                raise MemoryRejected(exc.reason, rule=exc.rule, index=index) from None
+                raise MemoryRejected(
+                    exc.reason, rule=exc.rule, index=index, field=exc.field, position=exc.position
+                ) from None
             out.append(cand)
         return out
 

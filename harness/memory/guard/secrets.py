@@ -1,0 +1,327 @@
+"""Secret detectors: vendor token shapes, labelled values, and unlabelled high-entropy tokens.
+
+Three kinds of evidence, each general rather than example-bound:
+
+* a vendor's published token shape (prefix plus a random-looking tail);
+* a label that names a credential (``password``, ``api_key``, ``Passwort``, ``비밀번호`` ...;
+  quoted or not, as a JSON/YAML/TOML/.env key, a CLI flag or prose) followed by a value that
+  looks like a credential rather than prose;
+* a long token mixing upper case, lower case and digits with high entropy, that is neither a
+  hash, a UUID, a path nor an identifier made of words.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable
+
+from harness.memory.guard.base import GuardRule, entropy
+
+__all__ = ["SECRET_RULES", "looks_random"]
+
+_I = re.IGNORECASE
+_HEX = frozenset(string.hexdigits + "-")
+_SYMBOLS = frozenset("!@#$%^&*()+=[]{}|\\:;'\"<>?,~`")
+_WORDY = re.compile(r"[A-Z]?[a-z]{4,}")
+
+
+def looks_random(value: str, *, min_len: int = 20, classes: int = 3) -> bool:
+    """True when ``value`` reads like generated key material, not a word, hash or identifier."""
+    core = re.sub(r"[-_/+.=]", "", value)
+    if len(core) < min_len:
+        return False
+    kinds = (
+        sum(c.isupper() for c in core) >= 2,
+        sum(c.islower() for c in core) >= 2,
+        sum(c.isdigit() for c in core) >= 2,
+    )
+    if sum(kinds) < classes:
+        return False
+    if sum(len(w) for w in _WORDY.findall(core)) > 0.5 * len(core):
+        return False
+    return entropy(core) >= (3.0 if len(core) < 24 else 3.5)
+
+
+def _tail(group: str, **kw: int) -> Callable[[re.Match[str]], bool]:
+    def accept(m: re.Match[str]) -> bool:
+        tail = m.group(group)
+        # vendor tails are random: not a word list like "sk-2024-11-29-backfill"
+        return not re.fullmatch(r"(?:[A-Za-z]+|\d+)(?:[-_](?:[A-Za-z]+|\d+))*", tail) and (
+            looks_random(tail, **kw) or len(set(tail)) >= 12
+        )
+
+    return accept
+
+
+def _r(
+    rule: str,
+    reason: str,
+    pattern: str,
+    flags: int = 0,
+    accept: Callable[[re.Match[str]], bool] | None = None,
+) -> GuardRule:
+    return GuardRule(rule, reason, re.compile(pattern, flags), accept)
+
+
+# Published shapes. The tail check keeps branch names and slugs that share a prefix out.
+_VENDOR_RULES: tuple[GuardRule, ...] = (
+    _r(
+        "private_key",
+        "contains a private key block",
+        r"-----\s*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?\s*-----|\bPuTTY-User-Key-File-\d",
+        _I,
+    ),
+    _r(
+        "aws_access_key",
+        "contains an AWS access key id",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|AIPA)[0-9A-Z]{16}\b",
+    ),
+    _r(
+        "github_token",
+        "contains a GitHub token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
+    ),
+    _r(
+        "gitlab_token",
+        "contains a GitLab token",
+        r"\bgl(?:pat|dt|rt|ptt|ft|cbt|imt|agent|oas|soat)-(?P<t>[A-Za-z0-9_\-]{20,})",
+        0,
+        _tail("t", classes=2),
+    ),
+    _r(
+        "openai_key",
+        "contains an OpenAI / Anthropic-style API key",
+        r"\bsk-(?:proj-|ant-(?:api|admin)\d\d-|svcacct-|admin-|None-)?(?P<t>[A-Za-z0-9_\-]{20,})",
+        0,
+        _tail("t", classes=2),
+    ),
+    _r(
+        "slack_token",
+        "contains a Slack token or webhook",
+        r"\bxox(?:[abposre]|e\.xox[bp])-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}|hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/]{20,}",
+    ),
+    _r(
+        "stripe_key",
+        "contains a Stripe key or webhook secret",
+        r"\b(?:[sr]k_(?:live|test)_|whsec_)(?P<t>[A-Za-z0-9]{16,})",
+        0,
+        _tail("t", min_len=16, classes=2),
+    ),
+    _r(
+        "google_key",
+        "contains a Google API key or OAuth token",
+        r"\bAIza[0-9A-Za-z_\-]{35}|\bya29\.[0-9A-Za-z_\-]{20,}|\bGOCSPX-[0-9A-Za-z_\-]{20,}",
+    ),
+    _r(
+        "jwt",
+        "contains a JSON Web Token",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    ),
+    _r(
+        "package_registry_token",
+        "contains a package registry token (npm, PyPI, RubyGems, NuGet, Docker Hub)",
+        r"\bnpm_[A-Za-z0-9]{36}\b|\bpypi-AgE[A-Za-z0-9_\-]{50,}|\brubygems_[a-f0-9]{48}\b|\boy2[a-z0-9]{43}\b|\bdckr_pat_[A-Za-z0-9_\-]{20,}",
+    ),
+    _r(
+        "huggingface_token",
+        "contains a Hugging Face token",
+        r"\bhf_[A-Za-z]{30,}\b|\bapi_org_[A-Za-z]{30,}\b",
+    ),
+    _r(
+        "saas_token",
+        "contains a SaaS API token (Shopify, Databricks, DigitalOcean, Linear, Postman, Grafana, ...)",
+        r"\b(?:shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|dapi[a-f0-9]{32}(?:-\d)?|do[opr]_v1_[a-f0-9]{64}"
+        r"|lin_(?:api|oauth)_[A-Za-z0-9]{32,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|gl(?:sa|c)_[A-Za-z0-9_+/=]{32,}"
+        r"|NRAK-[A-Z0-9]{27}|ATATT3[A-Za-z0-9_\-=]{40,}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}"
+        r"|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|sntry[us]_[A-Za-z0-9_=+/]{40,}|pcsk_[A-Za-z0-9_]{40,}"
+        r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|figd_[A-Za-z0-9_\-]{40}|pscale_(?:pw|tkn|oauth)_[A-Za-z0-9_\-.]{32,}"
+        r"|nfp_[A-Za-z0-9]{36}|rnd_[A-Za-z0-9]{32}|fo1_[A-Za-z0-9_\-]{43}|xai-[A-Za-z0-9]{60,}|pplx-[A-Za-z0-9]{40,}"
+        r"|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|hvs\.[A-Za-z0-9_\-]{24,}|hvb\.[A-Za-z0-9_\-]{24,}"
+        r"|dp\.(?:st|ct|sa|scim|audit)\.[A-Za-z0-9_\-]{40,}|AGE-SECRET-KEY-1[A-Z0-9]{58}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}"
+        r"|EAAA[A-Za-z0-9_\-]{60}|EAACEdEose0cBA[A-Za-z0-9]+|AKCp[A-Za-z0-9]{69}|LTAI[A-Za-z0-9]{12,20}|AKID[A-Za-z0-9]{32})",
+    ),
+    _r(
+        "messaging_token",
+        "contains a Twilio, Mailgun, SendGrid, Discord or Telegram credential",
+        r"\b(?:SK[0-9a-fA-F]{32}|key-[0-9a-zA-Z]{32}|SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"
+        r"|[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}|\d{8,10}:AA[A-Za-z0-9_\-]{33})\b",
+    ),
+    _r(
+        "connection_string_key",
+        "contains a connection string with an account key or password",
+        r"(?:AccountKey|SharedAccessKey|Password|Pwd)=(?P<t>[^;\s\"']{8,})",
+        _I,
+        lambda m: not m.group("t").startswith(("$", "{", "<", "%")),
+    ),
+    _r(
+        "url_credentials",
+        "contains a URL with embedded credentials",
+        r"\b[a-z][a-z0-9+.\-]{1,20}://(?:[^\s/:@]*):(?P<t>[^\s/@]{3,})@[^\s/@]+",
+        _I,
+        lambda m: (
+            not m.group("t").startswith(("$", "{", "<", "%", "*"))
+            and m.group("t").lower()
+            not in {"password", "pass", "pwd", "secret", "token", "xxx", "xxxx", "redacted"}
+        ),
+    ),
+    _r(
+        "bearer_token",
+        "contains a bearer or basic credential",
+        r"\b(?:bearer|basic|token)\s+(?P<t>[A-Za-z0-9_\-.=~+/]{20,})",
+        _I,
+        _tail("t", classes=2),
+    ),
+)
+
+# --- labelled values ---------------------------------------------------------------------------
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STRONG = (
+    r"pass(?:word|wd|wort|phrase|code)?|pwd|pw|secret|kennwort|mot de passe|mdp|contrase[ñn]a|senha|clave|"
+    r"pin|비밀번호|암호|패스워드|비번|パスワード|暗証番号|密码|口令|密碼|mật khẩu|пароль"
+)
+_WEAK = (
+    r"(?:api|access|secret|private|signing|encryption|master|account|app|client|auth|service|license|deploy)"
+    r"[_\-. ]?key|apikey|token|auth|credentials?|api[- ]?schl[üu]ssel|(?:geheimer )?schl[üu]ssel|zugangsdaten|"
+    r"cl[ée](?: api| secr[èe]te| d'api)?|jeton(?: d'acc[èe]s)?|identifiants|clave (?:api|secreta|de api)|"
+    r"token de ac(?:ceso|esso)|chave(?: de api| secreta)?|api ?키|키|토큰|시크릿|api ?キー|キー|トークン|"
+    r"アクセストークン|秘密鍵|シークレット|api ?密钥|密钥|秘钥|令牌|访问令牌"
+)
+_SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d))?"
+_COPULA = r"=>|:=|->|==|:|=|：|is|was|lautet|ist|war|est|es|era|é|sera|là|는|은|は|是|为|為"
+_LABELLED = re.compile(
+    rf"(?P<label>(?P<strong>{_STRONG})|(?P<weak>{_WEAK})){_SUFFIX}(?P<close>['\"\]]?)"
+    rf"(?:(?P<between>(?:\s+[^\s:=]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})|(?P<space>\s))"
+    rf"\s*(?P<quote>['\"`]?)(?P<value>[!-~]+)",
+    _I,
+)
+_PLACEHOLDER = re.compile(
+    r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
+    r"masked|hidden|secret|password|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
+    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)",
+    _I,
+)
+# Words that follow "password is / token:" in prose rather than a credential (en, de, fr, es, pt).
+_PROSE = _words(
+    """a an the not no never only also in on at from for to of with by via now still being kept
+    set see use uses used and or but if when must should will can may need needs required optional
+    stored saved encrypted hashed rotated expired invalid wrong incorrect correct valid missing empty
+    blank long short weak strong secure insecure changed reset needed mandatory managed shared
+    hidden masked redacted known unknown different same generated random unique too very length
+    policy rotation expiry limit count budget field column header value string type format file
+    provided configured available disabled enabled revoked leaked compromised attached included
+    ignored checked verified case sensitive here there below above this that it its our your their
+    my his her we you they them is are was be been per every each any all some one two three four
+    five six seven eight nine ten manager vault prompt reset-link forgotten protected
+    geheim erforderlich falsch richtig korrekt abgelaufen ungültig gültig leer nicht muss wird
+    obligatoire requis incorrect expiré valide vide doit est pas
+    requerida obligatoria incorrecta válida expirada debe
+    obrigatória inválida correta deve
+    expires rotates changes"""
+)
+
+
+def _code_like(m: re.Match[str]) -> bool:
+    """Whether the label is written as a config key or flag (``DB_PASSWORD``, ``"apiKey"``, ``--pass``)."""
+    text = m.string
+    start = m.start("label")
+    while start and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+        start -= 1
+    name = text[start : m.end("label")]
+    before = text[start - 1] if start else ""
+    return (
+        bool(m.group("close"))
+        or before in "\"'`"
+        or name.startswith("-")
+        or "_" in name
+        or "." in name
+        or (name.isupper() and len(name) > 3)
+        or re.search(r"[a-z][A-Z]", name) is not None
+    )
+
+
+def _labelled_secret(m: re.Match[str]) -> bool:
+    start = m.start("label")
+    text = m.string
+    # "compass: north" is not a password: the label must start a word (or a camelCase part)
+    if start and text[start - 1].isalpha() and text[start].islower() and text[start - 1].islower():
+        return False
+    value = m.group("value")
+    quote = m.group("quote")
+    if quote and quote in value:
+        value = value[: value.index(quote)]
+    value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
+    if not value or _PLACEHOLDER.search(value) or len(set(value)) == 1:
+        return False
+    sep = (m.group("sep") or "").strip()
+    strong = m.group("strong") is not None
+    between = m.group("between")
+    spaced = not sep
+    if spaced and (quote or not strong):
+        spaced_ok = looks_random(value, min_len=16, classes=2)
+        return spaced_ok
+    if between and sep in {":", "=", "："}:
+        between = ""  # "password for prod: x" reads like a label all the same
+    letters_only = value.replace("-", "").replace("_", "").isalpha()
+    mixed = (
+        any(c.isdigit() for c in value)
+        + any(c in _SYMBOLS for c in value)
+        + (value != value.lower() and value != value.upper())
+    )
+    label = m.group("label").lower()
+    if _code_like(m) and sep in {":", "=", "=>", ":=", "：", "=="}:
+        return len(value) >= 3 and value.lower() not in _PROSE
+    if not strong:
+        return looks_random(value, min_len=12, classes=2) or (
+            bool(quote) and len(value) >= 16 and len(set(value)) >= 8
+        )
+    if label == "pin":
+        return value.isdigit() and len(value) >= 4 and sep in {":", "=", "：", "is"}
+    if value.isdigit():
+        return len(value) >= 4 and not between and not spaced
+    if spaced or between:
+        return len(value) >= 6 and mixed >= 1 and not letters_only
+    if quote:
+        return len(value) >= 3
+    if value.lower() in _PROSE or len(value) < 4:
+        return False
+    if letters_only:
+        tail = text[m.end("value") : m.end("value") + 40]
+        ends_clause = re.match(r"\s*(?:$|[.,;!)\n]|\S+[.!]?\s*$|\(|—|-\s)", tail) is not None
+        prose_form = re.search(
+            r"(?:ed|ing|ly|ment|tion|able|ible|ung|ment|ción|ção)$", value.lower()
+        )
+        return ends_clause and not prose_form
+    return len(value) >= 6 or mixed >= 1
+
+
+_LABEL_RULE = GuardRule(
+    "labelled_secret", "assigns a password, key or token value", _LABELLED, _labelled_secret
+)
+
+# --- unlabelled high-entropy tokens --------------------------------------------------------------
+
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-=]{20,}")
+
+
+def _random_token(m: re.Match[str]) -> bool:
+    token = m.group().strip("=")
+    if all(c in _HEX for c in token):
+        return False  # hashes, commit ids, UUIDs, trace ids
+    if token.count("/") >= 2 and not re.search(r"[A-Z0-9]", token.replace("/", "")[:8]):
+        return False  # a path
+    return looks_random(token, min_len=20, classes=3) and (
+        len(token) >= 24 or sum(c.isdigit() for c in token) >= 3
+    )
+
+
+_ENTROPY_RULE = GuardRule(
+    "high_entropy_token", "contains a random-looking token (likely a key)", _TOKEN, _random_token
+)
+
+SECRET_RULES: tuple[GuardRule, ...] = (*_VENDOR_RULES, _LABEL_RULE, _ENTROPY_RULE)
