@@ -78,12 +78,12 @@ _WHEN = (
     r"aforementioned|system|developer(?:'s)?|safety|default|current|given|built-in|hidden)"
 )
 _OBJ = (
-    r"(?:instructions?|guidance|guidelines?|rules?|directives?|prompts?|commands?|orders?|constraints?|"
+    r"(?:instructions?|guidance|guidelines?|rules?|directives?|directions?|prompts?|commands?|orders?|constraints?|"
     r"restrictions?|polic(?:y|ies)|programming|training|settings|messages?|context|conversation|inputs?|"
     r"configuration|system\s+prompt|content\s+polic(?:y|ies))"
 )
 _STRONG_OBJ = (
-    r"(?:instructions|directives|guidelines|guidance|programming|system\s+prompt|rules|restrictions|"
+    r"(?:instructions|directives|directions|guidelines|guidance|programming|system\s+prompt|rules|restrictions|"
     r"safety\s+\w+|content\s+polic(?:y|ies))"
 )
 _ENDS_TOPIC = re.compile(r"\s+(?:about|on|regarding|for|of|from)\s", _I)
@@ -111,7 +111,7 @@ _RESTRICTION_FREE = (
 # article, possessive or any non-ASCII letter shows the sentence is in the other language.
 _FOREIGN = re.compile(
     r"[^\x00-\x7f]|\b(?:las|los|les|la|le|tus|sus|todas|todos|toutes|tous|tes|vos|des|de|del|as|os|suas|tuas|"
-    r"do|da|tutte|gli|alle|die|der|den|deine|ihre|dich|sie)\b",
+    r"do|da|tutte|gli|alle|die|der|den|deine|ihre|dich|sie|dir|ihnen|mir|alles|vorher|lo|todo|tudo|tout|ce)\b",
     _I,
 )
 _ORDER_CUE = re.compile(
@@ -133,6 +133,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         "injection_override",
         "looks like a prompt injection (override of prior instructions)",
         rf"\b{_VERB}{_FILL}\s+(?:{_WHEN}{_FILL}(?:\s+[\w-]+)?\s+{_OBJ}|{_STRONG_OBJ})\b"
+        rf"|\b{_VERB}\s+(?:all\s+(?:of\s+)?)?(?:the\s+|everything\s+)?(?:above|foregoing|preceding)(?=\s*(?:$|[.,;:!]|and\b|then\b|instead\b))"
         rf"|\b{_VERB}\s+(?:whatever|anything|everything|all|what)\s+(?:you\s+(?:were|have\s+been|got|'ve\s+been)\s+(?:told|given|instructed|taught)|(?:was|has\s+been)\s+(?:said|told|written))"
         rf"|\b{_VERB}\s+(?:all\s+|about\s+)?everything\s+(?:above|before|prior|previously|so\s+far|you\s+(?:were|have\s+been)\s+told)\b"
         rf"|\b{_VERB}\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:instructions|rules|guidance)\s+(?:above|before|given\s+(?:above|before|earlier))",
@@ -144,6 +145,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"\b(?:your\s+|the\s+|all\s+)?{_WHEN}\s+{_OBJ}\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|"
         r"null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
         rf"|\b(?:the\s+|your\s+|all\s+)?{_OBJ}\s+(?:above|before|given\s+(?:above|before|earlier)|so\s+far)\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
+        r"|\b(?:treat|consider|regard|read)\s+(?:this|the\s+following|what\s+follows)\s+as\s+(?:an?\s+|the\s+)?(?:new\s+)?(?:system|developer|admin|root|operator|priority)\s+(?:message|prompt|instructions?|override|command)"
         r"|\bsystem[ _-]?prompt[ _-]?(?:override|overwrite|update|injection)\s*:",
     ),
     _r(
@@ -195,14 +197,18 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         "looks like a prompt injection (override of prior instructions, non-English)",
         r"(?:ignorier|vergiss|vergess|missacht|beachte|übergeh|setze\s+dich\s+über|setzen\s+sie\s+sich\s+über|verwirf)\w*\b[^.!?\n]{0,30}?"
         r"(?:vorherig|bisherig|obig|vorig|früher|vorangegangen|alle|sämtlich|deine|ihre)\w*\s+(?:\w+\s+)?(?:anweisung|instruktion|regel|befehl|vorgabe|richtlinie|systemprompt)"
+        r"|(?:ignorier|vergiss|vergessen\s+sie)\w*\b[^.!?\n]{0,30}?(?:alles\s+(?:vorherige|obige|bisherige|davor)|was\s+(?:man\s+)?(?:dir|ihnen)\s+(?:vorher|zuvor|bisher)|(?:dir|ihnen)\s+(?:vorher|zuvor|bisher)\s+gesagt)"
+        r"|(?:oublie|ignore)\w*\s+(?:tout\s+ce\s+qui\s+(?:pr[ée]c[èe]de|est\s+au-dessus)|tout\s+ce\s+qu'on\s+t'a\s+dit)"
+        r"|(?:olvida|ignora)\w*\s+(?:todo\s+)?lo\s+(?:anterior|dicho|previo)"
+        r"|(?:esque[çc]a|ignore|desconsidere)\w*\s+tudo\s+(?:o\s+que\s+foi\s+dito|acima|o\s+anterior|antes)"
         r"|(?:ignor|oubli|ne\s+tiens\s+pas\s+compte|ne\s+tenez\s+pas\s+compte|fai(?:s|tes)\s+abstraction|néglige|outrepass)\w*\b[^.!?\n]{0,30}?"
         r"(?:instructions?|consignes?|règles?|directives?|indications?)\b"
         r"|(?:ignor|olvid|haz\s+caso\s+omiso|hagan?\s+caso\s+omiso|no\s+sigas|no\s+sigan|desobedec|descart|pasa\s+por\s+alto|omit|esque[çc]|desconsider|n[ãa]o\s+sig|desobede[çc]|dimentic|trascur)\w*\b[^.!?\n]{0,30}?"
         r"(?:instrucciones|indicaciones|reglas|directrices|normas|órdenes|instru[çc][õo]es|orienta[çc][õo]es|regras|diretrizes|comandos|istruzioni|regole|direttive)\b"
         r"|(?:игнорируй|проигнорируй|забудь|не\s+обращай\s+внимания\s+на|не\s+следуй)\w*[^.!?\n]{0,30}?(?:инструкци|правил|указани|команд)"
-        r"|(?:이전|위|앞|기존|지금까지|모든|앞서)(?:의)?\s*(?:모든\s*)?(?:지시|지침|명령|규칙|프롬프트|설정)[^.!?\n]{0,20}?(?:무시|잊|따르지)"
-        r"|(?:以前|上記|これまで|前|先ほど|今まで|上|既存|全て|すべて)の?(?:すべての|全ての)?(?:指示|命令|ルール|規則|指令|ガイドライン|プロンプト|設定)[^。！？\n]{0,15}?(?:無視|忘れ|従わ)"
-        r"|(?:忽略|无视|忘记|忘掉|不要遵守|不要理会|忽视|無視|忘記|不理會|不理会)[^。！？\n]{0,6}?(?:之前|以前|上面|上述|先前|前面|以上|此前|早前)[^。！？\n]{0,6}?(?:指令|指示|说明|說明|规则|規則|提示|命令|设定)",
+        r"|(?:이전|위|앞|기존|지금까지|모든|앞서)(?:의)?\s*(?:모든\s*)?(?:지시|지침|명령|규칙|프롬프트|설정|내용)[^.!?\n]{0,20}?(?:무시|잊|따르지)"
+        r"|(?:以前|上記|これまで|前|先ほど|今まで|上|既存|全て|すべて)の?(?:すべての|全ての)?(?:指示|命令|ルール|規則|指令|ガイドライン|プロンプト|設定|内容)[^。！？\n]{0,15}?(?:無視|忘れ|従わ)"
+        r"|(?:忽略|无视|忘记|忘掉|不要遵守|不要理会|忽视|無視|忘記|不理會|不理会)[^。！？\n]{0,6}?(?:之前|以前|上面|上述|先前|前面|以上|此前|早前)[^。！？\n]{0,6}?(?:指令|指示|说明|說明|规则|規則|提示|命令|设定|内容)",
         lambda m: (
             _FOREIGN.search(m.group()) is not None
             and (

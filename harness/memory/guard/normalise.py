@@ -150,7 +150,7 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
         readable = _readable(bytes.fromhex(m.group(1)))
         if readable is not None:
             yield readable, "hex", m.start()
-    if len(_URL_ESCAPE.findall(text)) >= 2:
+    if _URL_ESCAPE.search(text):
         unquoted = urllib.parse.unquote(text)
         if unquoted != text:
             yield unquoted, "url-encoded", text.index("%")

@@ -196,8 +196,8 @@ _SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|
 _COPULA = r"=>|:=|->|==|:|=|：|is|was|lautet|ist|war|est|es|era|é|sera|là|는|은|は|是|为|為"
 _LABELLED = re.compile(
     rf"(?P<label>(?P<strong>{_STRONG})|(?P<weak>{_WEAK})){_SUFFIX}(?P<close>['\"\]]?)"
-    rf"(?:(?P<between>(?:\s+[^\s:=]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})|(?P<space>\s))"
-    rf"\s*(?P<quote>['\"`]?)(?P<value>[!-~]+)",
+    rf"(?:(?P<between>(?:\s+[^\s:=]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
+    rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))",
     _I,
 )
 _PLACEHOLDER = re.compile(
@@ -315,8 +315,10 @@ def _random_token(m: re.Match[str]) -> bool:
         return False  # hashes, commit ids, UUIDs, trace ids
     if token.count("/") >= 2 and not re.search(r"[A-Z0-9]", token.replace("/", "")[:8]):
         return False  # a path
-    return looks_random(token, min_len=20, classes=3) and (
-        len(token) >= 24 or sum(c.isdigit() for c in token) >= 3
+    # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
+    core = max(re.split(r"[_\-.]", token), key=len)
+    return looks_random(core, min_len=20, classes=3) and (
+        len(core) >= 24 or sum(c.isdigit() for c in core) >= 3
     )
 
 
