@@ -54,14 +54,30 @@ def aimed_at_reader(text: str, start: int) -> bool:
     return all(w in _LEAD for w in words)
 
 
-def _imperative(m: re.Match[str]) -> bool:
-    return aimed_at_reader(m.string, m.start())
+def _fake_header(m: re.Match[str]) -> bool:
+    if m.group("rest") is not None:
+        # "System: ..." only counts at the start of a line or sentence
+        before = m.string[: m.start()].rstrip(" \t#*>")
+        if before and before[-1] not in '.:;!?"“\n':
+            return False
+    return _ORDER_CUE.search("".join(g for g in m.groups() if g)) is not None
 
 
 def _r(
-    rule: str, reason: str, pattern: str, accept: Callable[[re.Match[str]], bool] | None = None
+    rule: str,
+    reason: str,
+    pattern: str,
+    accept: Callable[[re.Match[str]], bool] | None = None,
+    anchors: str = "",
 ) -> GuardRule:
-    return GuardRule(rule, reason, re.compile(pattern, _I | re.MULTILINE), accept, secret=False)
+    return GuardRule(
+        rule,
+        reason,
+        re.compile(pattern, _I | re.MULTILINE),
+        accept,
+        secret=False,
+        anchors=tuple(anchors.split()),
+    )
 
 
 _VERB = (
@@ -138,6 +154,10 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"|\b{_VERB}\s+(?:all\s+|about\s+)?everything\s+(?:above|before|prior|previously|so\s+far|you\s+(?:were|have\s+been)\s+told)\b"
         rf"|\b{_VERB}\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:instructions|rules|guidance)\s+(?:above|before|given\s+(?:above|before|earlier))",
         _override,
+        anchors=(
+            "ignore disregard forget override bypass skip discard drop abandon erase wipe "
+            "neglect set throw pay do don dont stop no "
+        ),
     ),
     _r(
         "injection_override",
@@ -147,6 +167,15 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"|\b(?:the\s+|your\s+|all\s+)?{_OBJ}\s+(?:above|before|given\s+(?:above|before|earlier)|so\s+far)\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
         r"|\b(?:treat|consider|regard|read)\s+(?:this|the\s+following|what\s+follows)\s+as\s+(?:an?\s+|the\s+)?(?:new\s+)?(?:system|developer|admin|root|operator|priority)\s+(?:message|prompt|instructions?|override|command)"
         r"|\bsystem[ _-]?prompt[ _-]?(?:override|overwrite|update|injection)\s*:",
+        anchors=(
+            "previous previously prior above earlier preceding former original initial old "
+            "existing foregoing aforementioned system developer safety default current given "
+            "built hidden instruction instructions guidance guideline guidelines rule rules "
+            "directive directives direction directions prompt prompts command commands order "
+            "orders constraint constraints restriction restrictions policy policies "
+            "programming training settings message messages context conversation input "
+            "inputs configuration content treat consider regard read "
+        ),
     ),
     _r(
         "injection_role",
@@ -157,15 +186,21 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"|\b(?:enter|activate|enable|switch\s+to)\s+(?:dan|jailbreak|god)\s+mode\b|\byou(?:'re|\s+are)\s+(?:now\s+)?in\s+(?:developer|god|dan|jailbreak|unrestricted)\s+mode\b"
         r"|\b(?:act|pretend|role-?play)\s+as\s+(?:my\s+)?(?:deceased\s+|dead\s+|late\s+)?grand(?:ma|mother|pa|father)\b"
         r"|\bjailbreak\s*:|\bdo\s+anything\s+now\b",
+        anchors=(
+            "you from pretend imagine act role roleplay behave enter activate enable switch "
+            "jailbreak do "
+        ),
     ),
     _r(
         "injection_header",
         "looks like a prompt injection (fake system or tool message)",
-        r"(?:^|(?<=[.:;!?\"“]))\s*(?:#{1,4}\s*)?(?:system|sys|assistant|tool|tool[ _]?(?:output|result|response)|function(?:[ _]result)?|"
+        r"(?:system|sys|assistant|tool|tool[ _]?(?:output|result|response)|function(?:[ _]result)?|"
         r"developer|admin|root|sistema|syst[èe]me|系统|系統|システム|시스템)(?:\s+\w+){0,1}\s*[:：]\s*(?P<rest>[^\n]{0,200})"
         r"|(?:\[|<)\s*/?\s*(?:system|tool|assistant|inst|sys|developer|admin|tool[ _]?(?:result|output))[^\]>\n]{0,20}(?:\]|>)(?P<rest2>[^\n]{0,200}|\n[^\n]{0,200})"
         r"|<\|(?:im_start|im_end|system|assistant|endoftext|start_header_id)\|>(?P<rest3>[\s\S]{0,200})|<<\s*/?SYS\s*>>(?P<rest4>[\s\S]{0,200})",
-        lambda m: _ORDER_CUE.search("".join(g for g in m.groups() if g)) is not None,
+        _fake_header,
+        "system sys assistant tool function developer admin root sistema système systeme 系统 系統 "
+        "システム 시스템 [ < <|",
     ),
     _r(
         "injection_exfiltrate",
@@ -181,6 +216,10 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             aimed_at_reader(m.string, m.start())
             or _MODAL.search(m.string, 0, m.start()) is not None
         ),
+        anchors=(
+            "reveal print output leak send show dump share expose exfiltrate email e-mail post "
+            "upload repeat tell display disclose give list forward paste "
+        ),
     ),
     _r(
         "injection_hidden",
@@ -190,6 +229,10 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"|\bwithout\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+)?(?:user|anyone|admin|human|operator)"
         r"|\balways\s+obey\s+this\b|\bthis\s+(?:memory|note|message|instruction)\s+(?:has|takes|carries)\s+(?:the\s+)?(?:highest|top|absolute|overriding)\s+priority"
         r"|\boverrides?\s+(?:all|any)\s+(?:other|previous|later|prior)\s+(?:instructions|rules)|\babove\s+any\s+other\s+instructions?",
+        anchors=(
+            "do don never silently secretly covertly quietly without always this overrides "
+            "override above "
+        ),
     ),
     # --- other languages: verb + "previous" + "instructions", or a role takeover ---------------
     _r(
@@ -220,6 +263,13 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
                 or re.match(r"(?:beachte|nicht)", m.group(), _I) is not None
             )
         ),
+        anchors=(
+            "ignor* vergiss* vergess* missacht* beachte* übergeh* setze* setzen* verwirf* "
+            "oubli* ne fais faites néglige* outrepass* olvid* haz hagan haga no desobedec* "
+            "descart* pasa omit* esque* desconsider* não nao desobede* dimentic* trascur* "
+            "игнорируй проигнорируй забудь не 이전 위 앞 기존 지금까지 모든 앞서 以前 上記 これまで 前 先ほど 今まで 上 既存 "
+            "全て すべて 忽略 无视 忘记 忘掉 不要 忽视 無視 忘記 不理 "
+        ),
     ),
     _r(
         "injection_role",
@@ -227,10 +277,14 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"(?:du\s+bist|sie\s+sind|tu\s+es|vous\s+êtes|eres|você\s+é|sei|ты)\s+(?:jetzt|nun|ab\s+sofort|ab\s+jetzt|maintenant|désormais|dorénavant|"
         r"à\s+présent|ahora|agora|ora|теперь)\b[^.!?\n]{0,60}?(?:dan\b|uneingeschränkt|ohne\s+(?:\w+\s+)?(?:regeln|einschränkungen|filter|grenzen)|sans\s+(?:aucune?\s+)?(?:restrictions?|règles?|filtres?|limites?)|"
         r"sin\s+(?:\w+\s+)?(?:filtros|restricciones|reglas|censura|límites)|sem\s+(?:\w+\s+)?(?:restrições|filtros|regras|censura|limites)|senza\s+\w+|без\s+\w+)"
-        r"|(?:ahora\s+eres|a\s+partir\s+de\s+ahora,?\s+(?:eres|serás)|agora\s+você\s+é|a\s+partir\s+de\s+agora,?\s+você\s+(?:é|será)|ora\s+sei|теперь\s+ты)\s+(?:\w+\s+){0,4}?(?:dan\b|un\s+asistente\s+sin|um\s+assistente\s+sem|sin\s+|sem\s+)"
+        r"|(?:ahora\s+eres|partir\s+de\s+ahora,?\s+(?:eres|serás)|agora\s+você\s+é|partir\s+de\s+agora,?\s+você\s+(?:é|será)|ora\s+sei|теперь\s+ты)\s+(?:\w+\s+){0,4}?(?:dan\b|un\s+asistente\s+sin|um\s+assistente\s+sem|sin\s+|sem\s+)"
         r"|(?:지금부터|이제부터|이제|앞으로)\s*(?:너는|당신은|넌)[^.!?\n]{0,30}?(?:DAN|제한|제약|규칙|필터)|(?:너는|당신은|넌)\s*(?:이제|지금부터)[^.!?\n]{0,30}?(?:DAN|제한|제약|규칙|필터)"
         r"|(?:今から|これから|今後)、?(?:あなた|君|お前)は[^。\n]{0,30}?(?:DAN|制限|ルール|フィルター)|(?:あなた|君)は(?:今から|これから)[^。\n]{0,30}?(?:DAN|制限|ルール)"
         r"|(?:从现在开始|从现在起|現在開始|现在)[，,]?\s*你(?:是|就是|将是)[^。\n]{0,30}?(?:DAN|限制|规则)|你现在是[^。\n]{0,30}?(?:DAN|限制|规则)",
+        anchors=(
+            "du sie tu vous eres você sei ты ahora partir agora ora теперь 지금부터 이제부터 이제 앞으로 "
+            "너는 당신은 넌 今から これから 今後 あなた 君 从现在 現在開始 现在 你现在 "
+        ),
     ),
     _r(
         "injection_exfiltrate",
@@ -240,5 +294,9 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"instructions\s+cachées|instrucciones\s+ocultas|instruções\s+ocultas)"
         r"|시스템\s*프롬프트[^.!?\n]{0,15}?(?:공개|보여|출력|알려)|システムプロンプト[^。\n]{0,15}?(?:出力|表示|公開|教え|見せ)"
         r"|(?:系统提示|系統提示)[^。\n]{0,10}?(?:输出|泄露|告诉|发|显示|给我)|(?:输出|泄露|显示|告诉我)[^。\n]{0,4}?(?:系统提示|系統提示)",
+        anchors=(
+            "verrat* zeig* gib révèle* affiche* montre* revela* muestra* revele* mostre* "
+            "rivela* mostra* 시스템 システムプロンプト 系统提示 系統提示 输出 泄露 显示 告诉我 "
+        ),
     ),
 )

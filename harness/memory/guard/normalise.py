@@ -59,16 +59,24 @@ def _identity(i: int) -> int:
     return i
 
 
+_HAS_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
+_HAS_CONFUSABLE = re.compile("[\u0370-\u03ff\u0400-\u052f]")
+
+
 def clean(text: str) -> str:
     """NFKC-normalise and drop invisible characters. Pure."""
     if text.isascii():
         return text
-    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    text = unicodedata.normalize("NFKC", text)
+    # str.translate looks every character up in a dict: only pay for it when needed
+    return text.translate(_INVISIBLE) if _HAS_INVISIBLE.search(text) else text
 
 
 def fold_confusables(text: str) -> str:
     """Replace Cyrillic and Greek look-alikes of Latin letters by the Latin letter. Pure."""
-    return text if text.isascii() else text.translate(_CONFUSABLES)
+    if text.isascii() or not _HAS_CONFUSABLE.search(text):
+        return text
+    return text.translate(_CONFUSABLES)
 
 
 def _clean_origin(original: str) -> Callable[[int], int]:
@@ -131,26 +139,29 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
     text when it holds percent escapes. Hashes and random keys decode to bytes, not text, so
     ordinary identifiers produce no view.
     """
-    for m in _B64_TOKEN.finditer(text):
-        token = m.group()
-        if len(token) < 16 or token.isalpha() or token.isdigit():
-            continue
-        body = token.rstrip("=")
-        padded = body + "=" * (-len(body) % 4)
-        for decode in (base64.b64decode, base64.urlsafe_b64decode):
-            try:
-                raw = decode(padded)
-            except (binascii.Error, ValueError):
+    # tokens only live in long whitespace-free words: look nowhere else (this runs on every write)
+    long_words = [w for w in text.split() if len(w) >= 16]
+    for word in long_words:
+        for m in _B64_TOKEN.finditer(word):
+            token = m.group()
+            if token.isalpha() or token.isdigit():
                 continue
-            readable = _readable(raw)
-            if readable is not None and len(readable) >= 8:
-                yield readable, "base64", m.start()
-                break
-    for m in _HEX_TOKEN.finditer(text):
-        readable = _readable(bytes.fromhex(m.group(1)))
-        if readable is not None:
-            yield readable, "hex", m.start()
-    if _URL_ESCAPE.search(text):
+            body = token.rstrip("=")
+            padded = body + "=" * (-len(body) % 4)
+            for decode in (base64.b64decode, base64.urlsafe_b64decode):
+                try:
+                    raw = decode(padded)
+                except (binascii.Error, ValueError):
+                    continue
+                readable = _readable(raw)
+                if readable is not None and len(readable) >= 8:
+                    yield readable, "base64", text.find(token)
+                    break
+        for m in _HEX_TOKEN.finditer(word):
+            readable = _readable(bytes.fromhex(m.group(1)))
+            if readable is not None:
+                yield readable, "hex", text.find(m.group())
+    if "%" in text and _URL_ESCAPE.search(text):
         unquoted = urllib.parse.unquote(text)
         if unquoted != text:
             yield unquoted, "url-encoded", text.index("%")

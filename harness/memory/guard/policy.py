@@ -13,11 +13,11 @@ still cannot catch.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.errors import MemoryRejected
-from harness.memory.guard.base import Finding, GuardRule, mask
+from harness.memory.guard.base import Finding, GuardRule, RuleSet, mask
 from harness.memory.guard.injection import INJECTION_RULES
 from harness.memory.guard.normalise import clean, views
 from harness.memory.guard.secrets import SECRET_RULES
@@ -52,6 +52,10 @@ class RegexGuard:
     """The default guard: every rule over every view of every text field of a candidate."""
 
     rules: tuple[GuardRule, ...] = DEFAULT_RULES
+    _compiled: RuleSet = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", RuleSet(self.rules))
 
     def check(self, candidate: MemoryCandidate) -> None:
         """Raise ``MemoryRejected`` for the first finding. Pure; no side effects; idempotent."""
@@ -68,22 +72,18 @@ class RegexGuard:
     def scan(self, text: str, *, field: str = "content") -> Finding | None:
         """The first finding in one text, or None. Pure."""
         for view in views(text):
-            joined = view.how == "joined lines"
-            for rule in self.rules:
-                # joining lines glues sentences together: only token shapes are read there
-                if joined and (not rule.secret or rule.rule == "high_entropy_token"):
-                    continue
-                m = rule.find(view.text)
-                if m is not None:
-                    return _finding(rule, m.group(), m.start(), view.origin, view.how, field)
+            allow = _token_shapes_only if view.how == "joined lines" else None
+            hit = self._compiled.find(view.text, allow)
+            if hit is not None:
+                rule, m = hit
+                return _finding(rule, m.group(), view.origin(m.start()), view.how, field)
         # injections in non-Latin scripts must be read before look-alike folding
         unfolded = clean(text)
         if not unfolded.isascii():
-            for rule in self.rules:
-                if not rule.secret:
-                    m = rule.find(unfolded)
-                    if m is not None:
-                        return _finding(rule, m.group(), m.start(), None, "text", field)
+            hit = self._compiled.find(unfolded, _injections_only)
+            if hit is not None:
+                rule, m = hit
+                return _finding(rule, m.group(), m.start(), "text", field)
         return None
 
     def extended(self, rules: Iterable[GuardRule]) -> RegexGuard:
@@ -91,12 +91,18 @@ class RegexGuard:
         return RegexGuard(self.rules + tuple(rules))
 
 
-def _finding(
-    rule: GuardRule, matched: str, start: int, origin: object, how: str, field: str
-) -> Finding:
-    position = origin(start) if callable(origin) else start
+def _token_shapes_only(rule: GuardRule) -> bool:
+    # joining lines glues sentences together: only secret shapes are read there
+    return rule.secret and rule.rule != "high_entropy_token"
+
+
+def _injections_only(rule: GuardRule) -> bool:
+    return not rule.secret
+
+
+def _finding(rule: GuardRule, matched: str, position: int, how: str, field: str) -> Finding:
     excerpt = mask(matched) if rule.secret else repr(matched[:60])
-    return Finding(rule.rule, rule.reason, field, int(position), excerpt, how)
+    return Finding(rule.rule, rule.reason, field, position, excerpt, how)
 
 
 def default_guard() -> RegexGuard:

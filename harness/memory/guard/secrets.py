@@ -60,9 +60,30 @@ def _r(
     pattern: str,
     flags: int = 0,
     accept: Callable[[re.Match[str]], bool] | None = None,
+    anchors: tuple[str, ...] = (),
+    back_off: bool = False,
 ) -> GuardRule:
-    return GuardRule(rule, reason, re.compile(pattern, flags), accept)
+    # without anchors a vendor shape is looked for inside long whitespace-free words only,
+    # and only in those that hold one of the known prefixes
+    return GuardRule(
+        rule,
+        reason,
+        re.compile(pattern, flags),
+        accept,
+        anchors=anchors,
+        back_off=back_off,
+        tokens=not anchors,
+        trigger=None if anchors else _VENDOR_TRIGGER,
+    )
 
+
+_VENDOR_TRIGGER = re.compile(
+    r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|IPA|Iza|TATT3|GE-SECRET|KCp|KID)|gh[pousr]_|github_pat_|gl[a-z]{1,5}[-_]"
+    r"|sk-|xox|xapp-|hooks\.slack|[sr]k_|whsec_|ya29\.|GOCSPX-|eyJ|npm_|pypi-|rubygems_|oy2|dckr_pat_|hf_"
+    r"|api_org_|shp|dapi|do[opr]_v1_|lin_|PMAK-|NRAK-|pul-|sbp_|gsk_|r8_|sntry|pcsk_|lsv2_|figd_|pscale_"
+    r"|nfp_|rnd_|fo1_|xai-|pplx-|ntn_|secret_|hv[sb]\.|dp\.|sq0|EAA|LTAI|SK[0-9a-fA-F]|key-|SG\."
+    r"|\.[A-Za-z0-9_\-]{6}\.|\d:AA"
+)
 
 # Published shapes. The tail check keeps branch names and slugs that share a prefix out.
 _VENDOR_RULES: tuple[GuardRule, ...] = (
@@ -71,6 +92,7 @@ _VENDOR_RULES: tuple[GuardRule, ...] = (
         "contains a private key block",
         r"-----\s*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?\s*-----|\bPuTTY-User-Key-File-\d",
         _I,
+        anchors=("-----", "putty*"),
     ),
     _r(
         "aws_access_key",
@@ -153,6 +175,8 @@ _VENDOR_RULES: tuple[GuardRule, ...] = (
         r"(?:AccountKey|SharedAccessKey|Password|Pwd)=(?P<t>[^;\s\"']{8,})",
         _I,
         lambda m: not m.group("t").startswith(("$", "{", "<", "%")),
+        anchors=("key=", "password=", "pwd="),
+        back_off=True,
     ),
     _r(
         "url_credentials",
@@ -164,6 +188,8 @@ _VENDOR_RULES: tuple[GuardRule, ...] = (
             and m.group("t").lower()
             not in {"password", "pass", "pwd", "secret", "token", "xxx", "xxxx", "redacted"}
         ),
+        anchors=("://",),
+        back_off=True,
     ),
     _r(
         "bearer_token",
@@ -171,6 +197,7 @@ _VENDOR_RULES: tuple[GuardRule, ...] = (
         r"\b(?:bearer|basic|token)\s+(?P<t>[A-Za-z0-9_\-.=~+/]{20,})",
         _I,
         _tail("t", classes=2),
+        anchors=("bearer", "basic", "token"),
     ),
 )
 
@@ -301,7 +328,61 @@ def _labelled_secret(m: re.Match[str]) -> bool:
 
 
 _LABEL_RULE = GuardRule(
-    "labelled_secret", "assigns a password, key or token value", _LABELLED, _labelled_secret
+    "labelled_secret",
+    "assigns a password, key or token value",
+    _LABELLED,
+    _labelled_secret,
+    anchors=(
+        *(
+            f"{stem}*"
+            for stem in [
+                "pass",
+                "pw",
+                "secret",
+                "kennwort",
+                "mdp",
+                "contrase",
+                "senha",
+                "clave",
+                "key",
+                "token",
+                "auth",
+                "cred",
+                "schl",
+                "zugangsdaten",
+                "clé",
+                "cle",
+                "jeton",
+                "identifiants",
+                "chave",
+            ]
+        ),
+        "pin",
+        *[
+            "비밀번호",
+            "암호",
+            "패스워드",
+            "비번",
+            "パスワード",
+            "暗証番号",
+            "密码",
+            "口令",
+            "密碼",
+            "mật",
+            "пароль",
+            "키",
+            "토큰",
+            "시크릿",
+            "キー",
+            "トークン",
+            "秘密鍵",
+            "シークレット",
+            "密钥",
+            "秘钥",
+            "令牌",
+        ],
+    ),
+    back_off=True,
 )
 
 # --- unlabelled high-entropy tokens --------------------------------------------------------------
@@ -323,7 +404,11 @@ def _random_token(m: re.Match[str]) -> bool:
 
 
 _ENTROPY_RULE = GuardRule(
-    "high_entropy_token", "contains a random-looking token (likely a key)", _TOKEN, _random_token
+    "high_entropy_token",
+    "contains a random-looking token (likely a key)",
+    _TOKEN,
+    _random_token,
+    tokens=True,
 )
 
 SECRET_RULES: tuple[GuardRule, ...] = (*_VENDOR_RULES, _LABEL_RULE, _ENTROPY_RULE)
