@@ -232,7 +232,12 @@ class MemoryStore:
                 self.guard.check(cand)
             except MemoryRejected as exc:
                 raise MemoryRejected(
-                    exc.reason, rule=exc.rule, index=index, field=exc.field, position=exc.position
+                    exc.reason,
+                    rule=exc.rule,
+                    index=index,
+                    field=exc.field,
+                    position=exc.position,
+                    excerpt=exc.excerpt,
                 ) from None
             out.append(cand)
         return out

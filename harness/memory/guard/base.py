@@ -16,7 +16,7 @@ from functools import cached_property
 
 __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "mask"]
 
-_LETTER_WORD = re.compile(r"[^\W\d_]+")
+_LETTER_WORD = re.compile(r"[a-z]+")  # whole-word anchors are ASCII; others are found by scan
 _PART = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -169,13 +169,13 @@ class Finding:
     excerpt: str
     view: str = "text"
 
+    def shown(self) -> str:
+        """The masked excerpt, naming the decoding that revealed it; never the secret itself."""
+        return self.excerpt if self.view == "text" else f"{self.excerpt} (seen after {self.view})"
+
     def describe(self) -> str:
         """One line a person can act on; never contains the secret itself."""
-        seen = "" if self.view == "text" else f" (after {self.view} decoding)"
-        return (
-            f"{self.reason}{seen}: field {self.field!r} at character {self.position}: "
-            f"{self.excerpt}"
-        )
+        return f"{self.reason}: field {self.field!r} at character {self.position}: {self.shown()}"
 
 
 def mask(value: str) -> str:
@@ -221,6 +221,7 @@ class RuleSet:
             for anchor in rule._unicode:
                 self._unicode.setdefault(anchor, []).append(rule)
         self._word_set = frozenset(self._words)
+        self._order = {id(rule): n for n, rule in enumerate(rules)}
 
     def find(
         self, text: str, allow: Callable[[GuardRule], bool] | None = None
@@ -234,9 +235,37 @@ class RuleSet:
                 if m is not None:
                     return rule, m
             return None
+        hit = self._tokens_find(text, index, ok, triggered=True)
+        if hit is not None:
+            return hit
+        hit = self._anchored_find(text, index, ok)
+        if hit is not None:
+            return hit
+        hit = self._tokens_find(text, index, ok, triggered=False)
+        if hit is not None:
+            return hit
+        for rule in self._plain:
+            if ok(rule):
+                m = rule.find(text)
+                if m is not None:
+                    return rule, m
+        return None
+
+    def _tokens_find(
+        self,
+        text: str,
+        index: TextIndex,
+        ok: Callable[[GuardRule], bool],
+        *,
+        triggered: bool,
+    ) -> tuple[GuardRule, re.Match[str]] | None:
+        # vendor shapes (behind a trigger) first, generic entropy after the anchored rules:
+        # the most specific rule names the finding
         for start, end in index.long_words:
             fired: dict[int, bool] = {}
             for rule in self._tokens:
+                if (rule.trigger is not None) != triggered:
+                    continue
                 if not ok(rule):
                     continue
                 if rule.trigger is not None:
@@ -248,9 +277,14 @@ class RuleSet:
                 m = rule._search(text, start, end)
                 if m is not None:
                     return rule, m
+        return None
+
+    def _anchored_find(
+        self, text: str, index: TextIndex, ok: Callable[[GuardRule], bool]
+    ) -> tuple[GuardRule, re.Match[str]] | None:
         low = index.lowered
         candidates: set[tuple[int, int]] = set()
-        order = {id(rule): n for n, rule in enumerate(self.rules)}
+        order = self._order
 
         def add(anchor: str, rules: list[GuardRule], whole_word: bool = False) -> None:
             for i in index.occurrences(anchor, whole_word=whole_word):
@@ -274,9 +308,4 @@ class RuleSet:
             m = rule.pattern.match(text, start)
             if m is not None and (rule.accept is None or rule.accept(m)):
                 return rule, m
-        for rule in self._plain:
-            if ok(rule):
-                m = rule.find(text)
-                if m is not None:
-                    return rule, m
         return None

@@ -76,7 +76,9 @@ def _r(
         re.compile(pattern, _I | re.MULTILINE),
         accept,
         secret=False,
-        anchors=tuple(anchors.split()),
+        # "+" joins the words of a two-word anchor ("set+aside"): common words alone ("set",
+        # "do", "no") would send the pattern to every occurrence
+        anchors=tuple(a.replace("+", " ") for a in anchors.split()),
     )
 
 
@@ -146,7 +148,7 @@ _MODAL = re.compile(
 
 INJECTION_RULES: tuple[GuardRule, ...] = (
     _r(
-        "injection_override",
+        "injection_ignore",
         "looks like a prompt injection (override of prior instructions)",
         rf"\b{_VERB}{_FILL}\s+(?:{_WHEN}{_FILL}(?:\s+[\w-]+)?\s+{_OBJ}|{_STRONG_OBJ})\b"
         rf"|\b{_VERB}\s+(?:all\s+(?:of\s+)?)?(?:the\s+|everything\s+)?(?:above|foregoing|preceding)(?=\s*(?:$|[.,;:!]|and\b|then\b|instead\b))"
@@ -156,18 +158,21 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         _override,
         anchors=(
             "ignore disregard forget override bypass skip discard drop abandon erase wipe "
-            "neglect set throw pay do don dont stop no "
+            "neglect set+aside throw+out pay+no do+not don't dont stop+follow stop+obey no+longer"
         ),
     ),
     _r(
-        "injection_override",
+        "injection_ignore",
         "looks like a prompt injection (prior instructions declared void)",
         rf"\b(?:your\s+|the\s+|all\s+)?{_WHEN}\s+{_OBJ}\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|"
         r"null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
         rf"|\b(?:the\s+|your\s+|all\s+)?{_OBJ}\s+(?:above|before|given\s+(?:above|before|earlier)|so\s+far)\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
         r"|\b(?:treat|consider|regard|read)\s+(?:this|the\s+following|what\s+follows)\s+as\s+(?:an?\s+|the\s+)?(?:new\s+)?(?:system|developer|admin|root|operator|priority)\s+(?:message|prompt|instructions?|override|command)"
-        r"|\bsystem[ _-]?prompt[ _-]?(?:override|overwrite|update|injection)\s*:",
+        r"|\bsystem[ _-]?prompt[ _-]?(?:override|overwrite|update|injection)\s*:"
+        r"|\b(?:new|updated|revised|real|actual|true)\s+(?:system\s+prompt|instructions|directives)\s*:",
         anchors=(
+            "new+system new+instructions new+directives updated+system revised+system "
+            "real+instructions actual+instructions true+instructions "
             "previous previously prior above earlier preceding former original initial old "
             "existing foregoing aforementioned system developer safety default current given "
             "built hidden instruction instructions guidance guideline guidelines rule rules "
@@ -187,8 +192,8 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"|\b(?:act|pretend|role-?play)\s+as\s+(?:my\s+)?(?:deceased\s+|dead\s+|late\s+)?grand(?:ma|mother|pa|father)\b"
         r"|\bjailbreak\s*:|\bdo\s+anything\s+now\b",
         anchors=(
-            "you from pretend imagine act role roleplay behave enter activate enable switch "
-            "jailbreak do "
+            "you from+now pretend imagine act+as role roleplay behave+as enter activate enable "
+            "switch+to jailbreak do+anything"
         ),
     ),
     _r(
@@ -230,13 +235,13 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"|\balways\s+obey\s+this\b|\bthis\s+(?:memory|note|message|instruction)\s+(?:has|takes|carries)\s+(?:the\s+)?(?:highest|top|absolute|overriding)\s+priority"
         r"|\boverrides?\s+(?:all|any)\s+(?:other|previous|later|prior)\s+(?:instructions|rules)|\babove\s+any\s+other\s+instructions?",
         anchors=(
-            "do don never silently secretly covertly quietly without always this overrides "
-            "override above "
+            "do+not don't dont never silently secretly covertly quietly without always+obey "
+            "this+memory this+note this+message this+instruction overrides override above+any"
         ),
     ),
     # --- other languages: verb + "previous" + "instructions", or a role takeover ---------------
     _r(
-        "injection_override",
+        "injection_ignore",
         "looks like a prompt injection (override of prior instructions, non-English)",
         r"(?:ignorier|vergiss|vergess|missacht|beachte|übergeh|setze\s+dich\s+über|setzen\s+sie\s+sich\s+über|verwirf)\w*\b[^.!?\n]{0,30}?"
         r"(?:vorherig|bisherig|obig|vorig|früher|vorangegangen|alle|sämtlich|deine|ihre)\w*\s+(?:\w+\s+)?(?:anweisung|instruktion|regel|befehl|vorgabe|richtlinie|systemprompt)"
@@ -265,8 +270,9 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         ),
         anchors=(
             "ignor* vergiss* vergess* missacht* beachte* übergeh* setze* setzen* verwirf* "
-            "oubli* ne fais faites néglige* outrepass* olvid* haz hagan haga no desobedec* "
-            "descart* pasa omit* esque* desconsider* não nao desobede* dimentic* trascur* "
+            "oubli* ne+tiens ne+tenez fais+abstraction faites+abstraction néglige* outrepass* "
+            "olvid* haz+caso hagan+caso haga+caso no+sig desobedec* descart* pasa+por omit* "
+            "esque* desconsider* não+sig nao+sig desobede* dimentic* trascur* "
             "игнорируй проигнорируй забудь не 이전 위 앞 기존 지금까지 모든 앞서 以前 上記 これまで 前 先ほど 今まで 上 既存 "
             "全て すべて 忽略 无视 忘记 忘掉 不要 忽视 無視 忘記 不理 "
         ),

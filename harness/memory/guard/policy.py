@@ -63,10 +63,11 @@ class RegexGuard:
             finding = self.scan(text, field=name)
             if finding is not None:
                 raise MemoryRejected(
-                    finding.describe(),
+                    finding.reason,
                     rule=finding.rule,
                     field=finding.field,
                     position=finding.position,
+                    excerpt=finding.shown(),
                 )
 
     def scan(self, text: str, *, field: str = "content") -> Finding | None:

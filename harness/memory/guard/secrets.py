@@ -43,13 +43,24 @@ def looks_random(value: str, *, min_len: int = 20, classes: int = 3) -> bool:
     return entropy(core) >= (3.0 if len(core) < 24 else 3.5)
 
 
+_SLUG = re.compile(r"(?:[A-Za-z]+|\d+)(?:[-_.](?:[A-Za-z]+|\d+))*")
+
+
 def _tail(group: str, **kw: int) -> Callable[[re.Match[str]], bool]:
     def accept(m: re.Match[str]) -> bool:
+        if m.groupdict().get("p"):
+            return True  # a long, specific prefix ("sk-ant-api03-") is evidence enough
         tail = m.group(group)
-        # vendor tails are random: not a word list like "sk-2024-11-29-backfill"
-        return not re.fullmatch(r"(?:[A-Za-z]+|\d+)(?:[-_](?:[A-Za-z]+|\d+))*", tail) and (
-            looks_random(tail, **kw) or len(set(tail)) >= 12
+        # the prefix is the evidence; the tail only has to be key material, not a slug made
+        # of words and numbers like "sk-2024-11-29-backfill" or "sk-learn-pipeline"
+        if _SLUG.fullmatch(tail):
+            return False
+        kinds = (
+            any(c.isdigit() for c in tail)
+            + any(c.isupper() for c in tail)
+            + any(c.islower() for c in tail)
         )
+        return kinds >= 2 or looks_random(tail, **kw)
 
     return accept
 
@@ -114,7 +125,7 @@ _VENDOR_RULES: tuple[GuardRule, ...] = (
     _r(
         "openai_key",
         "contains an OpenAI / Anthropic-style API key",
-        r"\bsk-(?:proj-|ant-(?:api|admin)\d\d-|svcacct-|admin-|None-)?(?P<t>[A-Za-z0-9_\-]{20,})",
+        r"\bsk-(?P<p>proj-|ant-(?:api|admin)\d\d-|svcacct-|admin-|None-)?(?P<t>[A-Za-z0-9_\-]{20,})",
         0,
         _tail("t", classes=2),
     ),
@@ -131,7 +142,7 @@ _VENDOR_RULES: tuple[GuardRule, ...] = (
         _tail("t", min_len=16, classes=2),
     ),
     _r(
-        "google_key",
+        "google_api_key",
         "contains a Google API key or OAuth token",
         r"\bAIza[0-9A-Za-z_\-]{35}|\bya29\.[0-9A-Za-z_\-]{20,}|\bGOCSPX-[0-9A-Za-z_\-]{20,}",
     ),
@@ -311,6 +322,8 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return value.isdigit() and len(value) >= 4 and sep in {":", "=", "：", "is"}
     if value.isdigit():
         return len(value) >= 4 and not between and not spaced
+    if spaced and label.startswith("secret"):
+        return False  # "kubectl get secret app-creds", "secret manager": a noun, not a label
     if spaced or between:
         return len(value) >= 6 and mixed >= 1 and not letters_only
     if quote:
@@ -328,8 +341,8 @@ def _labelled_secret(m: re.Match[str]) -> bool:
 
 
 _LABEL_RULE = GuardRule(
-    "labelled_secret",
-    "assigns a password, key or token value",
+    "password_assignment",
+    "assigns a password or secret value",
     _LABELLED,
     _labelled_secret,
     anchors=(
@@ -390,7 +403,16 @@ _LABEL_RULE = GuardRule(
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-=]{20,}")
 
 
+_HASH_CONTEXT = re.compile(
+    r"(?:sha-?(?:1|224|256|384|512)|md5|blake2b?|xxh\d*|crc32)[:\-=]?\s*$"
+    r"|\b(?:hash|checksum|digest|fingerprint|integrity|etag|commit|sha)\b[^\n]{0,30}$",
+    re.IGNORECASE,
+)
+
+
 def _random_token(m: re.Match[str]) -> bool:
+    if _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start()):
+        return False  # a base64 digest or fingerprint the text itself calls a hash
     token = m.group().strip("=")
     if all(c in _HEX for c in token):
         return False  # hashes, commit ids, UUIDs, trace ids

@@ -827,6 +827,22 @@ ORDINARY_TEMPLATES = [
     "The model ignores {ignorable} by design.",
     "You are now able to {capability} from the admin page.",
     "System: {os}",
+    '{{"password": null, "user": "{thing}"}} is what the fixture sends before login.',
+    "password = os.environ[\"{env}\"]  # read at start-up",
+    "api_key: ${{{env}}}",
+    "Set `{env}=<your key>` in .env; the example file shows the shape.",
+    "The {thing} token looks like `xoxb-...`; never paste a real one into memory.",
+    "Rotate keys with `vault write -f {path}/rotate`.",
+    "The {thing} client reads its token from ~/.config/{thing}/token.",
+    "Add the SSH public key fingerprint SHA256:{b64fp} to the deploy keys.",
+    "Secrets live under `kubectl get secret {flag}-creds -o yaml`; do not paste the output.",
+    "The reviewer said: ignore the lint warnings in generated protobuf code.",
+    "Forget about caching the {thing} responses; they change every request.",
+    "Ignoring {ignorable} made the flaky test pass.",
+    "Previous incidents with the {thing} token are listed in {ticket}.",
+    "The system user `{keyname}` owns the cron jobs.",
+    "Tokens per second dropped to {n} after the {thing} upgrade.",
+    "Don't forget: the {thing} key id is {keyid}, the key itself stays in KMS.",
     "The {thing} webhook retries {n} times with exponential backoff.",
 ]
 
@@ -954,7 +970,8 @@ def branch() -> str:
 def ordinary() -> list[dict[str, str]]:
     out = [{"text": t, "family": "fixed", "lang": "en"} for t in ORDINARY_FIXED]
     out += [{"text": t, "family": "multilingual", "lang": "xx"} for t in MULTILINGUAL_ORDINARY]
-    while len(out) < 420:
+    seen = {r["text"] for r in out}
+    while len(out) < 440:
         tpl = rng.choice(ORDINARY_TEMPLATES)
         values = {k: rng.choice(v) for k, v in FILL.items()}
         values.update(
@@ -970,9 +987,12 @@ def ordinary() -> list[dict[str, str]]:
             date=f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
             n=str(rng.randint(2, 8192)),
             ulid="01" + rand("0123456789ABCDEFGHJKMNPQRSTVWXYZ", 24),
-            keyid=f"kid-{rand(HEX, 8)}",
+            keyid=f"kid-{rand(HEX, 8)}", b64fp=rand(B64, 43),
         )
-        out.append({"text": tpl.format(**values), "family": "template", "lang": "en"})
+        text = tpl.format(**values)
+        if text not in seen:
+            seen.add(text)
+            out.append({"text": text, "family": "template", "lang": "en"})
     return out
 
 
