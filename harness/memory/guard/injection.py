@@ -200,11 +200,11 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         "injection_header",
         "looks like a prompt injection (fake system or tool message)",
         r"(?:system|sys|assistant|tool|tool[ _]?(?:output|result|response)|function(?:[ _]result)?|"
-        r"developer|admin|root|sistema|syst[èe]me|系统|系統|システム|시스템)(?:\s+\w+){0,1}\s*[:：]\s*(?P<rest>[^\n]{0,200})"
-        r"|(?:\[|<)\s*/?\s*(?:system|tool|assistant|inst|sys|developer|admin|tool[ _]?(?:result|output))[^\]>\n]{0,20}(?:\]|>)(?P<rest2>[^\n]{0,200}|\n[^\n]{0,200})"
-        r"|<\|(?:im_start|im_end|system|assistant|endoftext|start_header_id)\|>(?P<rest3>[\s\S]{0,200})|<<\s*/?SYS\s*>>(?P<rest4>[\s\S]{0,200})",
+        r"developer|admin|root|sistema|syst[èe]me|系统|系統|システム|시스템)(?:\s+\w+){0,1}\s*[:：]\s*(?P<rest>[^\n.!?;]{0,200})"
+        r"|(?:\[|<)\s*/?\s*(?:system|tool|assistant|inst|sys|developer|admin|tool[ _]?(?:result|output))[^\]>\n]{0,20}(?:\]|>)\s*(?P<rest2>[^\n.!?;]{0,200})"
+        r"|<\|(?:im_start|im_end|system|assistant|endoftext|start_header_id)\|>\s*(?P<rest3>[^\n.!?;]{0,200})|<<\s*/?SYS\s*>>\s*(?P<rest4>[^\n.!?;]{0,200})",
         _fake_header,
-        "system sys assistant tool function developer admin root sistema système systeme 系统 系統 "
+        "system sys assistant tool* function developer admin root sistema système systeme 系统 系統 "
         "システム 시스템 [ < <|",
     ),
     _r(

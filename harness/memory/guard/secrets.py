@@ -234,7 +234,7 @@ _SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|
 _COPULA = r"=>|:=|->|==|:|=|：|is|was|lautet|ist|war|est|es|era|é|sera|là|는|은|は|是|为|為"
 _LABELLED = re.compile(
     rf"(?P<label>(?P<strong>{_STRONG})|(?P<weak>{_WEAK})){_SUFFIX}(?P<close>['\"\]]?)"
-    rf"(?:(?P<between>(?:\s+[^\s:=]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
+    rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
     rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))",
     _I,
 )
