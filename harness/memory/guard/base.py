@@ -13,6 +13,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
+
+import ahocorasick
 
 __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "mask"]
 
@@ -204,107 +207,111 @@ class RuleSet:
 
     def __init__(self, rules: tuple[GuardRule, ...]):
         self.rules = rules
-        self._words: dict[str, list[GuardRule]] = {}
-        self._stems: dict[str, list[GuardRule]] = {}
-        self._unicode: dict[str, list[GuardRule]] = {}
-        self._tokens: list[GuardRule] = []
-        self._plain: list[GuardRule] = []
+        order = {id(rule): n for n, rule in enumerate(rules)}
+        words: dict[str, list[int]] = {}
+        stems: dict[str, list[int]] = {}
+        unicode: dict[str, list[int]] = {}
         for rule in rules:
-            if rule.tokens:
-                self._tokens.append(rule)
-            elif not rule.anchors:
-                self._plain.append(rule)
+            n = order[id(rule)]
             for word in rule._words:
-                self._words.setdefault(word, []).append(rule)
+                words.setdefault(word, []).append(n)
             for stem in rule._stems:
-                self._stems.setdefault(stem, []).append(rule)
+                stems.setdefault(stem, []).append(n)
             for anchor in rule._unicode:
-                self._unicode.setdefault(anchor, []).append(rule)
-        self._word_set = frozenset(self._words)
-        self._order = {id(rule): n for n, rule in enumerate(rules)}
+                unicode.setdefault(anchor, []).append(n)
+        # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule
+        self._automaton: Any = ahocorasick.Automaton()
+        for table, whole in ((words, True), (stems, False), (unicode, False)):
+            for anchor, ns in table.items():
+                self._automaton.add_word(anchor, (len(anchor), tuple(ns), whole))
+        if len(self._automaton):
+            self._automaton.make_automaton()
+        self._back_off = tuple(rule.back_off for rule in rules)
+        self._vendor = tuple(r for r in rules if r.tokens and r.trigger is not None)
+        self._generic = tuple(r for r in rules if r.tokens and r.trigger is None)
+        self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)
 
     def find(
         self, text: str, allow: Callable[[GuardRule], bool] | None = None
     ) -> tuple[GuardRule, re.Match[str]] | None:
-        """The first accepted (rule, match) in ``text``, or None. Pure."""
+        """The first accepted (rule, match) in ``text``, or None. Pure.
+
+        Vendor token shapes first, then anchored rules in text order, then generic token rules
+        (entropy), then rules without anchors: the most specific rule names the finding.
+        """
         index = TextIndex(text)
-        ok = allow or (lambda _rule: True)
         if not index.lowered:  # lower() changed the length: no anchors, plain search
             for rule in self.rules:
-                m = rule.find(text) if ok(rule) else None
+                m = rule.find(text) if allow is None or allow(rule) else None
                 if m is not None:
                     return rule, m
             return None
-        hit = self._tokens_find(text, index, ok, triggered=True)
-        if hit is not None:
-            return hit
-        hit = self._anchored_find(text, index, ok)
-        if hit is not None:
-            return hit
-        hit = self._tokens_find(text, index, ok, triggered=False)
-        if hit is not None:
-            return hit
+        return (
+            self._tokens_find(text, index, self._vendor, allow)
+            or self._anchored_find(text, index, allow)
+            or self._tokens_find(text, index, self._generic, allow)
+            or self._plain_find(text, allow)
+        )
+
+    def _plain_find(
+        self, text: str, allow: Callable[[GuardRule], bool] | None
+    ) -> tuple[GuardRule, re.Match[str]] | None:
         for rule in self._plain:
-            if ok(rule):
+            if allow is None or allow(rule):
                 m = rule.find(text)
                 if m is not None:
                     return rule, m
         return None
 
+    @staticmethod
     def _tokens_find(
-        self,
         text: str,
         index: TextIndex,
-        ok: Callable[[GuardRule], bool],
-        *,
-        triggered: bool,
+        rules: tuple[GuardRule, ...],
+        allow: Callable[[GuardRule], bool] | None,
     ) -> tuple[GuardRule, re.Match[str]] | None:
-        # vendor shapes (behind a trigger) first, generic entropy after the anchored rules:
-        # the most specific rule names the finding
+        if allow is not None:
+            rules = tuple(r for r in rules if allow(r))
+        if not rules:
+            return None
+        trigger = rules[0].trigger  # vendor rules share one trigger; generic ones have none
         for start, end in index.long_words:
-            fired: dict[int, bool] = {}
-            for rule in self._tokens:
-                if (rule.trigger is not None) != triggered:
-                    continue
-                if not ok(rule):
-                    continue
-                if rule.trigger is not None:
-                    key = id(rule.trigger)
-                    if key not in fired:
-                        fired[key] = rule.trigger.search(text, start, end) is not None
-                    if not fired[key]:
-                        continue
+            if trigger is not None and trigger.search(text, start, end) is None:
+                continue
+            for rule in rules:
                 m = rule._search(text, start, end)
                 if m is not None:
                     return rule, m
         return None
 
     def _anchored_find(
-        self, text: str, index: TextIndex, ok: Callable[[GuardRule], bool]
+        self, text: str, index: TextIndex, allow: Callable[[GuardRule], bool] | None
     ) -> tuple[GuardRule, re.Match[str]] | None:
         low = index.lowered
+        back_off = self._back_off
         candidates: set[tuple[int, int]] = set()
-        order = self._order
-
-        def add(anchor: str, rules: list[GuardRule], whole_word: bool = False) -> None:
-            for i in index.occurrences(anchor, whole_word=whole_word):
-                for rule in rules:
-                    if ok(rule):
-                        candidates.add((i, order[id(rule)]))
-                        if rule.back_off:
-                            candidates.update((s, order[id(rule)]) for s in _earlier_starts(text, i))
-
-        for word in self._word_set & index.vocabulary:
-            add(word, self._words[word], whole_word=True)
-        for stem, rules in self._stems.items():
-            if stem in low:
-                add(stem, rules)
-        if not index.ascii:
-            for anchor, rules in self._unicode.items():
-                if anchor in low:
-                    add(anchor, rules)
+        if not len(self._automaton):
+            return None
+        size = len(low)
+        for end, (length, ns, whole) in self._automaton.iter(low):
+            i = end - length + 1
+            if whole and (
+                (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
+            ):
+                continue
+            earlier: list[int] | None = None
+            for n in ns:
+                candidates.add((i, n))
+                if back_off[n]:
+                    if earlier is None:
+                        earlier = _earlier_starts(text, i)
+                    for e in earlier:
+                        candidates.add((e, n))
+        rules = self.rules
         for start, n in sorted(candidates):
-            rule = self.rules[n]
+            rule = rules[n]
+            if allow is not None and not allow(rule):
+                continue
             m = rule.pattern.match(text, start)
             if m is not None and (rule.accept is None or rule.accept(m)):
                 return rule, m

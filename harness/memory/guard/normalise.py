@@ -144,7 +144,8 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
     for word in long_words:
         for m in _B64_TOKEN.finditer(word):
             token = m.group()
-            if token.isalpha() or token.isdigit():
+            # base64 of text mixes cases and digits; hex, words and numbers do not
+            if token.islower() or token.isupper() or token.isalpha() or token.isdigit():
                 continue
             body = token.rstrip("=")
             padded = body + "=" * (-len(body) % 4)

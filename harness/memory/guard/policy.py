@@ -43,7 +43,7 @@ def candidate_fields(candidate: MemoryCandidate) -> Iterator[tuple[str, str]]:
         if value:
             yield name, value
     for name, value in candidate.source.model_dump(mode="json").items():
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and len(value) >= 8:  # "api", "run-1": nothing to hide there
             yield f"source.{name}", value
 
 
