@@ -21,6 +21,7 @@ __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "mask"]
 
 _LETTER_WORD = re.compile(r"[a-z]+")  # whole-word anchors are ASCII; others are found by scan
 _PART = re.compile(r"[A-Za-z0-9]+")
+_KEYISH = re.compile(r"[0-9A-Z]")
 
 
 class TextIndex:
@@ -41,15 +42,19 @@ class TextIndex:
 
     @cached_property
     def long_words(self) -> list[tuple[int, int]]:
-        """Spans of whitespace-free runs of 12+ characters (where tokens and keys live)."""
+        """Spans of whitespace-free runs of 12+ characters that hold a digit or an inner capital.
+
+        Every key shape the token rules know has one; prose words and plain URLs do not.
+        """
         spans: list[tuple[int, int]] = []
         pos = 0
         text = self.text
         for word in text.split():
             if len(word) >= 12:
                 at = text.find(word, pos)
-                spans.append((at, at + len(word)))
                 pos = at + len(word)
+                if _KEYISH.search(word, 1):
+                    spans.append((at, pos))
         return spans
 
     @cached_property
@@ -82,7 +87,8 @@ class GuardRule:
     (matched as whole words) or stems ending in ``*`` where a match starts; with
     ``back_off`` the match may also start up to two words or identifier parts earlier
     (``api_key`` found from ``key``). ``tokens`` limits the search to long words, and
-    ``trigger`` (shared by many token rules) to the long words it matches.
+    ``trigger`` (shared by many token rules) to the long words it matches. ``starts``
+    (lower case) are the only prefixes a match can begin with: a cheap test before the pattern.
     """
 
     rule: str
@@ -94,6 +100,7 @@ class GuardRule:
     back_off: bool = False
     tokens: bool = False
     trigger: re.Pattern[str] | None = None
+    starts: tuple[str, ...] = ()
     _words: frozenset[str] = field(init=False, repr=False, compare=False)
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -310,7 +317,9 @@ class RuleSet:
         rules = self.rules
         for start, n in sorted(candidates):
             rule = rules[n]
-            if allow is not None and not allow(rule):
+            if (allow is not None and not allow(rule)) or (
+                rule.starts and not low.startswith(rule.starts, start)
+            ):
                 continue
             m = rule.pattern.match(text, start)
             if m is not None and (rule.accept is None or rule.accept(m)):

@@ -396,6 +396,15 @@ _LABEL_RULE = GuardRule(
         ],
     ),
     back_off=True,
+    starts=tuple(
+        _words(
+            "pass pwd pw secret kennwort mot mdp contrase senha clave pin api access private signing "
+            "encryption master account app client auth service license deploy token credential schl "
+            "geheimer zugangsdaten clé cle jeton identifiants chave 비밀번호 암호 패스워드 비번 パスワード "
+            "暗証番号 密码 口令 密碼 mật пароль 키 토큰 시크릿 キー トークン アクセストークン 秘密鍵 シークレット 密钥 "
+            "秘钥 令牌 访问令牌"
+        )
+    ),
 )
 
 # --- unlabelled high-entropy tokens --------------------------------------------------------------
