@@ -17,15 +17,15 @@ from typing import Any
 
 import ahocorasick
 
-__all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "mask"]
+__all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_random", "mask"]
 
-_LETTER_WORD = re.compile(r"[a-z]+")  # whole-word anchors are ASCII; others are found by scan
 _PART = re.compile(r"[A-Za-z0-9]+")
+_WORDY = re.compile(r"[A-Z]?[a-z]{4,}")
 _KEYISH = re.compile(r"[0-9A-Z]")
 
 
 class TextIndex:
-    """Lazily computed facts about one text that many rules share: lower case, words, long words."""
+    """Lazily computed facts about one text that many rules share: lower case, long words."""
 
     def __init__(self, text: str):
         self.text = text
@@ -35,10 +35,6 @@ class TextIndex:
         low = self.text.lower()
         # a few characters change length when lowered; then anchors would point elsewhere
         return low if len(low) == len(self.text) else ""
-
-    @cached_property
-    def vocabulary(self) -> frozenset[str]:
-        return frozenset(_LETTER_WORD.findall(self.lowered))
 
     @cached_property
     def long_words(self) -> list[tuple[int, int]]:
@@ -60,21 +56,6 @@ class TextIndex:
     @cached_property
     def ascii(self) -> bool:
         return self.text.isascii()
-
-    def occurrences(self, anchor: str, *, whole_word: bool = False) -> list[int]:
-        """Start positions of ``anchor`` (lower case) in the text; [] when absent."""
-        low = self.lowered
-        out: list[int] = []
-        end = len(anchor)
-        i = low.find(anchor)
-        while i >= 0:
-            if not whole_word or (
-                (i == 0 or not low[i - 1].isalpha())
-                and (i + end == len(low) or not low[i + end].isalpha())
-            ):
-                out.append(i)
-            i = low.find(anchor, i + 1)
-        return out
 
 
 @dataclass(frozen=True)
@@ -115,30 +96,13 @@ class GuardRule:
         object.__setattr__(self, "_stems", stems)
         object.__setattr__(self, "_unicode", unicode)
 
-    def find(self, text: str, index: TextIndex | None = None) -> re.Match[str] | None:
-        """The first accepted match in ``text``, or None. Pure."""
-        if index is None or not (index.lowered and (self.anchors or self.tokens)):
-            return self._search(text, 0, len(text))
-        if self.tokens:
-            for start, end in index.long_words:
-                m = self._search(text, start, end)
-                if m is not None:
-                    return m
-            return None
-        starts: set[int] = set()
-        anchors = [*(self._words & index.vocabulary), *self._stems]
-        if not index.ascii:
-            anchors += self._unicode
-        for anchor in anchors:
-            for i in index.occurrences(anchor):
-                starts.add(i)
-                if self.back_off:
-                    starts.update(_earlier_starts(text, i))
-        for s in sorted(starts):
-            m = self.pattern.match(text, s)
-            if m is not None and (self.accept is None or self.accept(m)):
-                return m
-        return None
+    def find(self, text: str) -> re.Match[str] | None:
+        """The first accepted match anywhere in ``text``, or None. Pure.
+
+        :class:`RuleSet` uses ``anchors`` / ``tokens`` to look in fewer places; alone, a rule
+        searches the whole text.
+        """
+        return self._search(text, 0, len(text))
 
     def _search(self, text: str, pos: int, endpos: int) -> re.Match[str] | None:
         while (m := self.pattern.search(text, pos, endpos)) is not None:
@@ -198,6 +162,23 @@ def mask(value: str) -> str:
     return f"{value[:keep]}{'*' * 6}({len(value)} chars)"
 
 
+def looks_random(value: str, *, min_len: int = 20, classes: int = 3) -> bool:
+    """True when ``value`` reads like generated key material, not a word, hash or identifier."""
+    core = re.sub(r"[-_/+.=]", "", value)
+    if len(core) < min_len:
+        return False
+    kinds = (
+        sum(c.isupper() for c in core) >= 2,
+        sum(c.islower() for c in core) >= 2,
+        sum(c.isdigit() for c in core) >= 2,
+    )
+    if sum(kinds) < classes:
+        return False
+    if sum(len(w) for w in _WORDY.findall(core)) > 0.5 * len(core):
+        return False
+    return entropy(core) >= (3.0 if len(core) < 24 else 3.5)
+
+
 def entropy(text: str) -> float:
     """Shannon entropy in bits per character. Pure."""
     n = len(text)
@@ -208,8 +189,8 @@ class RuleSet:
     """Rules compiled for one pass: each anchor is looked up once for all rules that share it.
 
     The result is the same as asking every rule's :meth:`GuardRule.find` in turn (any accepted
-    match), at a fraction of the cost: a text is tokenised once, anchors are a set intersection
-    with its vocabulary, and patterns only run where an anchor occurs.
+    match), at a fraction of the cost: one Aho-Corasick pass over the lower-cased text finds
+    every anchor, and patterns only run where an anchor occurs.
     """
 
     def __init__(self, rules: tuple[GuardRule, ...]):
