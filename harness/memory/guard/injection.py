@@ -101,7 +101,8 @@ _OBJ = (
     r"configuration|system\s+prompt|content\s+polic(?:y|ies))"
 )
 _STRONG_OBJ = (
-    r"(?:instructions|directives|directions|guidelines|guidance|programming|system\s+prompt|rules|restrictions|"
+    r"(?:instructions|directives|directions|guidelines|guidance|programming|training|conditioning|"
+    r"alignment|system\s+prompt|rules|restrictions|"
     r"safety\s+\w+|content\s+polic(?:y|ies))"
 )
 _ENDS_TOPIC = re.compile(r"\s+(?:about|on|regarding|for|of|from)\s", _I)
@@ -154,6 +155,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"|\b{_VERB}\s+(?:all\s+(?:of\s+)?)?(?:the\s+|everything\s+)?(?:above|foregoing|preceding)(?=\s*(?:$|[.,;:!]|and\b|then\b|instead\b))"
         rf"|\b{_VERB}\s+(?:whatever|anything|everything|all|what)\s+(?:you\s+(?:were|have\s+been|got|'ve\s+been)\s+(?:told|given|instructed|taught)|(?:was|has\s+been)\s+(?:said|told|written))"
         rf"|\b{_VERB}\s+(?:all\s+|about\s+)?everything\s+(?:above|before|prior|previously|so\s+far|you\s+(?:were|have\s+been)\s+told)\b"
+        rf"|\b{_VERB}\s+(?:about\s+)?(?:everything|all|anything|whatever)\s+(?:(?:that\s+)?(?:we|you|i|they)\s+(?:\w+\s+){{0,2}}?(?:discussed|said|agreed|covered|talked\s+about|wrote|told\s+you|set\s+up))\b"
         rf"|\b{_VERB}\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:instructions|rules|guidance)\s+(?:above|before|given\s+(?:above|before|earlier))",
         _override,
         anchors=(
@@ -167,11 +169,12 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"\b(?:your\s+|the\s+|all\s+)?{_WHEN}\s+{_OBJ}\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|"
         r"null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
         rf"|\b(?:the\s+|your\s+|all\s+)?{_OBJ}\s+(?:above|before|given\s+(?:above|before|earlier)|so\s+far)\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
+        r"|\byour\s+(?:new|real|true|actual)\s+(?:role|persona|identity|purpose|task|job|instructions)\s*(?:is\b|:)"
         r"|\b(?:treat|consider|regard|read)\s+(?:this|the\s+following|what\s+follows)\s+as\s+(?:an?\s+|the\s+)?(?:new\s+)?(?:system|developer|admin|root|operator|priority)\s+(?:message|prompt|instructions?|override|command)"
         r"|\bsystem[ _-]?prompt[ _-]?(?:override|overwrite|update|injection)\s*:"
         r"|\b(?:new|updated|revised|real|actual|true)\s+(?:system\s+prompt|instructions|directives)\s*:",
         anchors=(
-            "new+system new+instructions new+directives updated+system revised+system "
+            "your+new your+real your+true your+actual new+system new+instructions new+directives updated+system revised+system "
             "real+instructions actual+instructions true+instructions "
             "previous previously prior above earlier preceding former original initial old "
             "existing foregoing aforementioned system developer safety default current given "
@@ -186,7 +189,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         "injection_role",
         "looks like a prompt injection (role takeover)",
         r"\b(?:you(?:'re|\s+are)\s+(?:now|henceforth|from\s+now\s+on)|from\s+now\s+on,?\s+you|"
-        r"(?:pretend|imagine)\s+(?:to\s+be|you(?:'re|\s+are))|act\s+as|role-?play\s+as|behave\s+as|you\s+will\s+now\s+(?:be|act))"
+        r"(?:pretend|imagine)|act\s+as|role-?play\s+as|behave\s+as|you\s+will\s+now\s+(?:be|act))"
         rf"\b[^.!?\n]{{0,120}}?{_RESTRICTION_FREE}"
         r"|\b(?:enter|activate|enable|switch\s+to)\s+(?:dan|jailbreak|god)\s+mode\b|\byou(?:'re|\s+are)\s+(?:now\s+)?in\s+(?:developer|god|dan|jailbreak|unrestricted)\s+mode\b"
         r"|\b(?:act|pretend|role-?play)\s+as\s+(?:my\s+)?(?:deceased\s+|dead\s+|late\s+)?grand(?:ma|mother|pa|father)\b"

@@ -44,7 +44,9 @@ _WEAK = (
     r"アクセストークン|秘密鍵|シークレット|api ?密钥|密钥|秘钥|令牌|访问令牌"
 )
 _SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d))?"
-_COPULA = r"=>|:=|->|==|:|=|：|is|was|lautet|ist|war|est|es|era|é|sera|là|는|은|は|是|为|為"
+_COPULA = (
+    r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
+)
 _LABELLED = re.compile(
     rf"(?P<label>(?P<strong>{_STRONG})|(?P<weak>{_WEAK})){_SUFFIX}(?P<close>['\"\]]?)"
     rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
