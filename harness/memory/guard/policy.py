@@ -42,8 +42,11 @@ def candidate_fields(candidate: MemoryCandidate) -> Iterator[tuple[str, str]]:
         value = getattr(candidate, name)
         if value:
             yield name, value
-    for name, value in candidate.source.model_dump(mode="json").items():
-        if isinstance(value, str) and len(value) >= 8:  # "api", "run-1": nothing to hide there
+    source = candidate.source
+    for name in type(source).model_fields:
+        value = getattr(source, name)
+        # "api", "run-1": nothing to hide in a short value (and enums are not free text)
+        if type(value) is str and len(value) >= 8:
             yield f"source.{name}", value
 
 
@@ -72,6 +75,8 @@ class RegexGuard:
 
     def scan(self, text: str, *, field: str = "content") -> Finding | None:
         """The first finding in one text, or None. Pure."""
+        if len(text) < 6:
+            return None  # too short to hold a credential or an instruction
         for view in views(text):
             allow = _token_shapes_only if view.how == "joined lines" else None
             hit = self._compiled.find(view.text, allow)

@@ -235,18 +235,20 @@ _HASH_CONTEXT = re.compile(
 
 
 def _random_token(m: re.Match[str]) -> bool:
-    if _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start()):
-        return False  # a base64 digest or fingerprint the text itself calls a hash
     token = m.group().strip("=")
-    if all(c in _HEX for c in token):
+    if _HEX.issuperset(token):
         return False  # hashes, commit ids, UUIDs, trace ids
     if token.count("/") >= 2 and not re.search(r"[A-Z0-9]", token.replace("/", "")[:8]):
         return False  # a path
     # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
     core = max(re.split(r"[_\-.]", token), key=len)
-    return looks_random(core, min_len=20, classes=3) and (
-        len(core) >= 24 or sum(c.isdigit() for c in core) >= 3
-    )
+    if not (
+        looks_random(core, min_len=20, classes=3)
+        and (len(core) >= 24 or sum(c.isdigit() for c in core) >= 3)
+    ):
+        return False
+    # a base64 digest or fingerprint the text itself calls a hash
+    return not _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
 
 
 _ENTROPY_RULE = GuardRule(
