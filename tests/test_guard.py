@@ -90,6 +90,20 @@ def test_rates_meet_the_goals(capsys: pytest.CaptureFixture[str]) -> None:
     assert rates["ordinary"] <= 0.01, misses["ordinary"]
 
 
+def test_handwritten_set_meets_the_goals_too() -> None:
+    # 89 secrets, 50 injections, 70 ordinary sentences written by hand in another style than
+    # the generator (chat lines, shell commands, configs). First measured before any rule saw
+    # them (secrets 83/89, injections 41/50, ordinary 69/70 kept); kept as a regression set.
+    for name, want, goal in (
+        ("handwritten_secrets", True, 0.97),
+        ("handwritten_injections", True, 0.90),
+        ("handwritten_ordinary", False, 0.99),
+    ):
+        rows = load(name)
+        right = [r["text"] for r in rows if refused(r["text"]) == want]
+        assert len(right) / len(rows) >= goal, [r["text"] for r in rows if r["text"] not in right]
+
+
 def test_every_secret_family_and_injection_language_is_mostly_caught() -> None:
     # a rate can hide a whole family that slips through: check each one
     for name, key in (("secrets", "family"), ("injections", "lang")):
