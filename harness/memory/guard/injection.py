@@ -155,7 +155,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"|\b{_VERB}\s+(?:all\s+(?:of\s+)?)?(?:the\s+|everything\s+)?(?:above|foregoing|preceding)(?=\s*(?:$|[.,;:!]|and\b|then\b|instead\b))"
         rf"|\b{_VERB}\s+(?:whatever|anything|everything|all|what)\s+(?:you\s+(?:were|have\s+been|got|'ve\s+been)\s+(?:told|given|instructed|taught)|(?:was|has\s+been)\s+(?:said|told|written))"
         rf"|\b{_VERB}\s+(?:all\s+|about\s+)?everything\s+(?:above|before|prior|previously|so\s+far|you\s+(?:were|have\s+been)\s+told)\b"
-        rf"|\b{_VERB}\s+(?:about\s+)?(?:everything|all|anything|whatever)\s+(?:(?:that\s+)?(?:we|you|i|they)\s+(?:\w+\s+){{0,2}}?(?:discussed|said|agreed|covered|talked\s+about|wrote|told\s+you|set\s+up))\b"
+        rf"|\b{_VERB}\s+(?:about\s+)?(?:everything|all|anything|whatever|what)\s+(?:(?:that\s+)?(?:we|you|i|they)\s+(?:\w+\s+){{0,2}}?(?:discussed|said|agreed|covered|talked\s+about|wrote|told\s+you|set\s+up))\b"
         rf"|\b{_VERB}\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:instructions|rules|guidance)\s+(?:above|before|given\s+(?:above|before|earlier))",
         _override,
         anchors=(
@@ -169,12 +169,13 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"\b(?:your\s+|the\s+|all\s+)?{_WHEN}\s+{_OBJ}\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|"
         r"null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
         rf"|\b(?:the\s+|your\s+|all\s+)?{_OBJ}\s+(?:above|before|given\s+(?:above|before|earlier)|so\s+far)\s+(?:are|is)\s+(?:now\s+)?(?:void|obsolete|cancell?ed|revoked|null|invalid|overridden|superseded|no\s+longer\s+(?:valid|in\s+effect|apply|applicable))"
+        rf"|\b(?:regardless|irrespective|in\s+spite)\s+of\s+(?:any\s+|all\s+|the\s+|your\s+)*(?:{_WHEN}\s+)?(?:instructions|rules|guidelines|guidance|system\s+prompt|polic(?:y|ies))"
         r"|\byour\s+(?:new|real|true|actual)\s+(?:role|persona|identity|purpose|task|job|instructions)\s*(?:is\b|:)"
         r"|\b(?:treat|consider|regard|read)\s+(?:this|the\s+following|what\s+follows)\s+as\s+(?:an?\s+|the\s+)?(?:new\s+)?(?:system|developer|admin|root|operator|priority)\s+(?:message|prompt|instructions?|override|command)"
         r"|\bsystem[ _-]?prompt[ _-]?(?:override|overwrite|update|injection)\s*:"
         r"|\b(?:new|updated|revised|real|actual|true)\s+(?:system\s+prompt|instructions|directives)\s*:",
         anchors=(
-            "your+new your+real your+true your+actual new+system new+instructions new+directives updated+system revised+system "
+            "regardless irrespective in+spite your+new your+real your+true your+actual new+system new+instructions new+directives updated+system revised+system "
             "real+instructions actual+instructions true+instructions "
             "previous previously prior above earlier preceding former original initial old "
             "existing foregoing aforementioned system developer safety default current given "
@@ -193,10 +194,13 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         rf"\b[^.!?\n]{{0,120}}?{_RESTRICTION_FREE}"
         r"|\b(?:enter|activate|enable|switch\s+to)\s+(?:dan|jailbreak|god)\s+mode\b|\byou(?:'re|\s+are)\s+(?:now\s+)?in\s+(?:developer|god|dan|jailbreak|unrestricted)\s+mode\b"
         r"|\b(?:act|pretend|role-?play)\s+as\s+(?:my\s+)?(?:deceased\s+|dead\s+|late\s+)?grand(?:ma|mother|pa|father)\b"
-        r"|\bjailbreak\s*:|\bdo\s+anything\s+now\b",
+        r"|\bjailbreak\s*:|\bdo\s+anything\s+now\b"
+        r"|\byou(?:'re|\s+are)\s+no\s+longer\s+(?:an?\s+)?(?:ai\b|assistant|bound|restricted|limited|chatgpt|claude|required|subject)"
+        r"|\bdeveloper\s+mode\s+(?:is\s+)?(?:now\s+)?(?:enabled|activated|on)\b[^\n]{0,100}?"
+        r"(?:\b(?:no|without|ignore\w*|bypass\w*)\s+(?:\w+\s+){0,2}(?:polic(?:y|ies)|restrictions|rules|filters|guidelines|censorship)|uncensored|unfiltered|do\s+anything)",
         anchors=(
             "you from+now pretend imagine act+as role roleplay behave+as enter activate enable "
-            "switch+to jailbreak do+anything"
+            "switch+to jailbreak do+anything developer+mode"
         ),
     ),
     _r(

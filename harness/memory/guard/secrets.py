@@ -38,15 +38,13 @@ _STRONG = (
 )
 _WEAK = (
     r"(?:api|access|secret|private|signing|encryption|master|account|app|client|auth|service|license|deploy)"
-    r"[_\-. ]?key|apikey|token|auth|credentials?|api[- ]?schl[üu]ssel|(?:geheimer )?schl[üu]ssel|zugangsdaten|"
+    r"[_\-. ]?key|apikey|token|auth|login|credentials?|api[- ]?schl[üu]ssel|(?:geheimer )?schl[üu]ssel|zugangsdaten|"
     r"cl[ée](?: api| secr[èe]te| d'api)?|jeton(?: d'acc[èe]s)?|identifiants|clave (?:api|secreta|de api)|"
     r"token de ac(?:ceso|esso)|chave(?: de api| secreta)?|api ?키|키|토큰|시크릿|api ?キー|キー|トークン|"
     r"アクセストークン|秘密鍵|シークレット|api ?密钥|密钥|秘钥|令牌|访问令牌"
 )
 _SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d))?"
-_COPULA = (
-    r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
-)
+_COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
 _LABELLED = re.compile(
     rf"(?P<label>(?P<strong>{_STRONG})|(?P<weak>{_WEAK})){_SUFFIX}(?P<close>['\"\]]?)"
     rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
@@ -55,7 +53,7 @@ _LABELLED = re.compile(
 )
 _PLACEHOLDER = re.compile(
     r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
-    r"masked|hidden|secret|password|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
+    r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
     r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)",
     _I,
 )
@@ -89,7 +87,7 @@ def _code_like(m: re.Match[str]) -> bool:
     before = text[start - 1] if start else ""
     return (
         bool(m.group("close"))
-        or before in "\"'`"
+        or (before != "" and before in "\"'`")
         or name.startswith("-")
         or "_" in name
         or "." in name
@@ -129,7 +127,17 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     label = m.group("label").lower()
     if _code_like(m) and sep in {":", "=", "=>", ":=", "：", "=="}:
         return len(value) >= 3 and value.lower() not in _PROSE
+    if not strong and re.match(r"(?:credentials?|login|zugangsdaten|identifiants)", label):
+        # "credentials: admin / hunter2" or "login: root/toor1" names a user, then the password
+        pair = re.match(r"\s*[/:]\s*(\S{4,})", text[m.end("value") :]) or re.fullmatch(
+            r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]+[/:]([^/\s]{4,})", value
+        )
+        if pair and not _PLACEHOLDER.search(pair.group(1)):
+            return True
     if not strong:
+        # a labelled hex or UUID value is a token (Heroku and many others issue UUID keys)
+        if len(value) >= 16 and _HEX.issuperset(value) and not value.isdigit():
+            return True
         return looks_random(value, min_len=12, classes=2) or (
             bool(quote) and len(value) >= 16 and len(set(value)) >= 8
         )
@@ -175,6 +183,7 @@ _LABEL_RULE = GuardRule(
                 "key",
                 "token",
                 "auth",
+                "login",
                 "cred",
                 "schl",
                 "zugangsdaten",
@@ -214,7 +223,8 @@ _LABEL_RULE = GuardRule(
     starts=tuple(
         _words(
             "pass pwd pw secret kennwort mot mdp contrase senha clave pin api access private signing "
-            "encryption master account app client auth service license deploy token credential schl "
+            "encryption master account app client auth service license deploy token credential login "
+            "schl "
             "geheimer zugangsdaten clé cle jeton identifiants chave 비밀번호 암호 패스워드 비번 パスワード "
             "暗証番号 密码 口令 密碼 mật пароль 키 토큰 시크릿 キー トークン アクセストークン 秘密鍵 シークレット 密钥 "
             "秘钥 令牌 访问令牌"

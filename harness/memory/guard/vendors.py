@@ -153,6 +153,14 @@ VENDOR_RULES: tuple[GuardRule, ...] = (
         r"|[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}|\d{8,10}:AA[A-Za-z0-9_\-]{33})\b",
     ),
     _r(
+        "cli_password",
+        "passes a password on a command line",
+        r"\b(?:mysql\w*|mariadb\w*|sshpass)\b[^\n|;&]{0,80}?\s-p(?:\s+(?=\S*[0-9!@#$%^&*])|(?=\S))(?P<t>[^\s\-$<{][^\s]{3,})",
+        0,
+        None,
+        anchors=("mysql*", "mariadb*", "sshpass"),
+    ),
+    _r(
         "connection_string_key",
         "contains a connection string with an account key or password",
         r"(?:AccountKey|SharedAccessKey|Password|Pwd)=(?P<t>[^;\s\"']{8,})",
