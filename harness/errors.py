@@ -85,14 +85,34 @@ class InvalidInput(HarnessError, ValueError):
 
 
 class MemoryRejected(HarnessError):
-    """The guard refused a candidate. ``rule`` is a stable identifier, ``reason`` is prose."""
+    """The guard refused a candidate. ``rule`` is a stable identifier, ``reason`` is prose.
 
-    def __init__(self, reason: str, *, rule: str, index: int | None = None):
+    ``field`` (e.g. ``content``, ``source.run_id``) and ``position`` (character offset in that
+    field) say where; ``excerpt`` shows what matched with any secret masked, never in clear.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        rule: str,
+        index: int | None = None,
+        field: str | None = None,
+        position: int | None = None,
+        excerpt: str | None = None,
+    ):
         where = f" (candidate {index})" if index is not None else ""
-        super().__init__(f"memory rejected by guard rule {rule!r}{where}: {reason}")
+        at = ""
+        if field is not None:
+            at = f" [field {field!r}" + (f", character {position}" if position is not None else "")
+            at += f": {excerpt}]" if excerpt else "]"
+        super().__init__(f"memory rejected by guard rule {rule!r}{where}: {reason}{at}")
         self.reason = reason
         self.rule = rule
         self.index = index
+        self.field = field
+        self.position = position
+        self.excerpt = excerpt
 
 
 class MemoryNotFound(HarnessError, KeyError):

@@ -271,7 +271,12 @@ class MemoryStore:
                 self.guard.check(cand)
             except MemoryRejected as exc:
                 raise MemoryRejected(
-                    exc.reason, rule=exc.rule, index=None if single else index
+                    exc.reason,
+                    rule=exc.rule,
+                    index=None if single else index,
+                    field=exc.field,
+                    position=exc.position,
+                    excerpt=exc.excerpt,
                 ) from None
             out.append(cand)
         return out

@@ -1,0 +1,197 @@
+"""Guard benchmark: catch rates on the corpus, cost per 1,000 characters, and detect-secrets.
+
+    python -m bench.guard_bench            # writes bench/results/guard.json
+
+Rates come from ``tests/data/guard`` (secrets, injection attempts, ordinary sentences). Cost is
+the median of several timed passes, per write and per 1,000 characters, for the corpus rows as
+they are (short writes, so a fixed cost per call dominates) and for ~1,000-character memories
+built from ordinary sentences. When ``detect-secrets`` is installed (``pip install
+detect-secrets``) it is measured the same way behind the same ``check`` interface, alone and
+combined with the default guard, so the choice between them rests on numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext, suppress
+from pathlib import Path
+from typing import Any
+
+from harness.errors import MemoryRejected
+from harness.memory.guard import RegexGuard, default_guard
+from harness.memory.types import MemoryCandidate
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "guard"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def load(name: str) -> list[str]:
+    with (DATA / f"{name}.jsonl").open(encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+class DetectSecretsGuard:
+    """detect-secrets (all plugins, default filters, keyword detector) behind ``check``."""
+
+    rule = "detect_secrets"
+
+    def __init__(self) -> None:
+        from detect_secrets.core.scan import scan_line
+        from detect_secrets.plugins.high_entropy_strings import (
+            Base64HighEntropyString,
+            HexHighEntropyString,
+        )
+        from detect_secrets.settings import default_settings
+
+        self._scan_line = scan_line
+        self._settings: Callable[[], AbstractContextManager[Any]] = default_settings
+        # ad-hoc scanning reports every string with its entropy (as `detect-secrets scan
+        # --string` does); only those above the plugin's limit count, as in a file scan
+        self._entropy = {p.secret_type: p for p in (Base64HighEntropyString(), HexHighEntropyString())}
+
+    def session(self) -> AbstractContextManager[Any]:
+        """detect-secrets reads global settings: hold them for a batch of checks."""
+        return self._settings()
+
+    def check(self, candidate: MemoryCandidate) -> None:
+        for text in (candidate.content, candidate.context or "", candidate.key or ""):
+            for line in text.splitlines():
+                for found in self._scan_line(line):
+                    plugin = self._entropy.get(found.type)
+                    value = found.secret_value or ""
+                    if plugin is not None and not (
+                        plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
+                    ):
+                        continue
+                    raise MemoryRejected(found.type, rule=self.rule)
+
+
+class EitherGuard:
+    """Refuse when either guard refuses (the default guard plus a second opinion)."""
+
+    def __init__(self, first: Any, second: Any):
+        self.first, self.second = first, second
+
+    def check(self, candidate: MemoryCandidate) -> None:
+        self.first.check(candidate)
+        self.second.check(candidate)
+
+
+def candidate(text: str) -> MemoryCandidate:
+    return MemoryCandidate(tenant="bench", scope="user", scope_id="u", kind="fact", content=text)
+
+
+def refused(guard: Any, text: str) -> bool:
+    try:
+        guard.check(candidate(text))
+    except MemoryRejected:
+        return True
+    return False
+
+
+def rates(guard: Any, corpora: dict[str, list[str]]) -> dict[str, float]:
+    return {name: sum(refused(guard, t) for t in rows) / len(rows) for name, rows in corpora.items()}
+
+
+def cost(guard: Any, texts: list[str], repeats: int) -> dict[str, float]:
+    """Median of ``repeats`` passes over ``texts`` -> ms per write and per 1k chars.
+
+    CPU time of this process (the machine is shared: wall time also counts waiting for a core)
+    with the wall-clock median beside it.
+    """
+    cands = [candidate(t) for t in texts]
+    chars = sum(len(t) for t in texts)
+    cpu, wall = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for c in cands:
+            with suppress(MemoryRejected):
+                guard.check(c)
+        cpu.append(time.process_time() - start_cpu)
+        wall.append(time.perf_counter() - start)
+    median, median_wall = statistics.median(cpu), statistics.median(wall)
+    return {
+        "writes": len(texts),
+        "mean_chars": round(chars / len(texts), 1),
+        "ms_per_write": round(median / len(texts) * 1000, 4),
+        "ms_per_1000_chars": round(median / chars * 1000 * 1000, 4),
+        "wall_ms_per_1000_chars": round(median_wall / chars * 1000 * 1000, 4),
+    }
+
+
+def long_memories(ordinary: list[str], n: int, size: int = 1000) -> list[str]:
+    """``n`` ordinary memories of about ``size`` characters (sentences joined, seeded)."""
+    rng = random.Random(7)
+    out = []
+    for _ in range(n):
+        parts: list[str] = []
+        while sum(map(len, parts)) < size:
+            parts.append(rng.choice(ordinary))
+        out.append(" ".join(parts)[:size])
+    return out
+
+
+def measure(name: str, guard: Any, corpora: dict[str, list[str]], repeats: int) -> dict[str, Any]:
+    session: Callable[[], AbstractContextManager[Any]] = getattr(guard, "session", nullcontext)
+    memories = long_memories(corpora["ordinary"], 200)
+    with session():
+        return {
+            "rates": rates(guard, corpora),
+            # joined ordinary sentences: refusing one means a sentence pair misleads the guard
+            "ordinary_1000_char_memories_refused": sum(refused(guard, t) for t in memories) / 200,
+            "cost_corpus_rows": cost(guard, [t for rows in corpora.values() for t in rows], repeats),
+            "cost_1000_char_memories": cost(guard, memories, repeats),
+        }
+
+
+def guards() -> Iterator[tuple[str, Any]]:
+    yield "default_guard", default_guard()
+    try:
+        ds = DetectSecretsGuard()
+    except ImportError:
+        print("detect-secrets not installed: pip install detect-secrets to compare")
+        return
+    yield "detect_secrets", ds
+    yield "default_or_detect_secrets", _Either(default_guard(), ds)
+
+
+class _Either(EitherGuard):
+    def session(self) -> AbstractContextManager[Any]:
+        return self.second.session()  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS / "guard.json")
+    args = parser.parse_args()
+    corpora = {name: load(name) for name in ("secrets", "injections", "ordinary")}
+    result: dict[str, Any] = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "corpus": {k: len(v) for k, v in corpora.items()},
+        "rules": len(RegexGuard().rules),
+        "guards": {},
+    }
+    for name, guard in guards():
+        result["guards"][name] = entry = measure(name, guard, corpora, args.repeats)
+        r = entry["rates"]
+        print(
+            f"{name:28s} secrets {r['secrets']:.1%}  injections {r['injections']:.1%}  "
+            f"ordinary refused {r['ordinary']:.1%}  "
+            f"{entry['cost_corpus_rows']['ms_per_write']:.3f} ms/write (rows), "
+            f"{entry['cost_1000_char_memories']['ms_per_1000_chars']:.3f} ms/1k chars (1k memories)"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
