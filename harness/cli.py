@@ -288,6 +288,11 @@ def demo(url: UrlOption = None) -> None:
         run_demo(store, console)
 
 
+from harness.console.cli import register as _register_console  # noqa: E402
+
+_register_console(app)
+
+
 def main() -> None:  # pragma: no cover - console-script shim
     app()
 
