@@ -434,9 +434,7 @@ def build_console_app(
     No IO at construction. Sessions live in this process's memory (sign in again after a
     restart). Mount it anywhere: links follow the mount's ``root_path``.
     """
-    c = Console(
-        ConsoleBackend(store), tokens, sessions or SessionStore(session_lifetime, store.clock)
-    )
+    c = Console(ConsoleBackend(store), tokens, sessions or SessionStore(session_lifetime))
     g = c.guarded
     routes = [
         Route("/login", c.login_form, methods=["GET"]),
