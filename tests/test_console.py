@@ -482,9 +482,9 @@ def test_playground_shows_the_block_exactly_as_recall_renders_it_and_the_trace(
     expected = store.recall(
         RecallRequest(tenant=tenant, user_id="alice", query=params["query"], budget_chars=2000)
     )
-    shown = html.unescape(
-        re.search(r'<pre class="block" id="block">(.*?)</pre>', body, re.S).group(1)
-    )  # type: ignore[union-attr]
+    block = re.search(r'<pre class="block" id="block">(.*?)</pre>', body, re.S)
+    assert block is not None
+    shown = html.unescape(block.group(1))
     assert shown == expected.text
     assert "Alice now wants three-line answers." in shown
     trace = body.split('id="trace"')[1].split("</table>")[0]
