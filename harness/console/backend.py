@@ -27,6 +27,7 @@ __all__ = [
     "Cursor",
     "PendingItem",
     "StatusReport",
+    "format_cursor",
     "parse_cursor",
     "parse_memory_id",
 ]
