@@ -164,7 +164,9 @@ class ConsoleBackend:
                 similar = []
                 if mem.has_embedding:
                     for r in conn.execute(
-                        csql.similar_active(tenant, mem.id, self.similar_limit)
+                        csql.similar_active(
+                            tenant, mem.id, mem.scope, mem.scope_id, self.similar_limit
+                        )
                     ).mappings():
                         similar.append((memory_from_row(r), float(r["similarity"])))
                 items.append(PendingItem(mem, replaced, similar))

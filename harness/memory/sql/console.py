@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, literal_column, or_, select, tuple_
+from sqlalchemy import ColumnElement, Select, func, literal_column, select, tuple_
 from sqlalchemy.orm import aliased
 
 from harness.memory.schema import approvals, cleanup_tasks, memories
@@ -43,9 +43,7 @@ class BrowseFilter:
     text: str | None = None
 
 
-def _like_pattern(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+_SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
 
 
 def browse(
@@ -66,10 +64,8 @@ def browse(
     if flt.status is not None:
         conditions.append(m.status == flt.status.value)
     if flt.text:
-        pattern = _like_pattern(flt.text)
-        conditions.append(
-            or_(m.content.ilike(pattern, escape="\\"), m.memory_key.ilike(pattern, escape="\\"))
-        )
+        # Words, through the full-text index: a substring scan would read the whole tenant.
+        conditions.append(m.tsv.op("@@")(func.websearch_to_tsquery(_SIMPLE, flt.text)))
     if before is not None:
         conditions.append(tuple_(m.created_at, m.id) < tuple_(*before))
     return (
@@ -104,24 +100,37 @@ def active_for_key_readonly(tenant: str, scope: Scope, scope_id: str, key: str) 
     )
 
 
-def similar_active(tenant: str, memory_id: uuid.UUID, limit: int) -> Select[Any]:
-    """Active items of the tenant nearest to one memory's vector (cosine), excluding itself."""
+def similar_active(
+    tenant: str, memory_id: uuid.UUID, scope: Scope, scope_id: str, limit: int
+) -> Select[Any]:
+    """Active items of the same (tenant, scope, scope_id) nearest to one memory's vector.
+
+    An exact scan of that scope's active rows (found through the tenant-first readable index),
+    not the HNSW index: pending items are platform policies, a small set per tenant, and the
+    approximate index with these filters walks far more of the graph than the scan reads.
+    """
     probe = aliased(memories)
     probe_vector = (
         select(probe.c.embedding)
         .where(probe.c.tenant == tenant, probe.c.id == memory_id)
         .scalar_subquery()
     )
-    distance = m.embedding.cosine_distance(probe_vector)
-    return (
-        select(*MEMORY_COLUMNS, (1 - distance).label("similarity"))
+    candidates = (
+        select(*MEMORY_COLUMNS, m.embedding.cosine_distance(probe_vector).label("distance"))
         .where(
             m.tenant == tenant,
+            m.scope == scope.value,
+            m.scope_id == scope_id,
             m.status == Status.ACTIVE.value,
             m.id != memory_id,
             m.embedding.is_not(None),
         )
-        .order_by(distance)
+        .cte("candidates")
+        .prefix_with("MATERIALIZED")
+    )
+    return (
+        select(candidates, (1 - candidates.c.distance).label("similarity"))
+        .order_by(candidates.c.distance, candidates.c.id)
         .limit(limit)
     )
 
