@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from starlette.applications import Starlette
@@ -595,3 +596,22 @@ def test_console_command_refuses_a_bad_address(
 ) -> None:
     result = CliRunner().invoke(cli_app, ["console", "--http", "no-port"])
     assert result.exit_code == 2 and "HOST:PORT" in result.output
+
+
+def test_tenant_names_are_quoted_in_links_and_redirects(
+    store: MemoryStore, tokens: AdminTokenFile, clock: FixedClock
+) -> None:
+    spaced = f"acme corp {other_tenant()}?#"
+    seeded = seed(store, spaced, clock)
+    quoted = quote(spaced, safe="")
+    with TestClient(build_console_app(store, tokens)) as c:
+        csrf = sign_in(c, tokens.add("alice", [spaced]))
+        body = c.get(f"/t/{quoted}/pending").text
+        assert f'action="/t/{quoted}/pending"' in body
+        r = c.post(
+            f"/t/{quoted}/pending",
+            data={"id": str(seeded.pending_plain.id), "action": "approve", "csrf": csrf},
+            follow_redirects=False,
+        )
+        assert r.status_code == 303 and r.headers["location"] == f"/t/{quoted}/pending"
+    assert store.get(seeded.pending_plain.id).status is Status.ACTIVE  # type: ignore[union-attr]

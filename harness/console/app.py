@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader
 from starlette.applications import Starlette
@@ -198,7 +199,10 @@ class Console:
 
     async def home(self, request: Request, ctx: Ctx) -> Response:
         return harden(
-            RedirectResponse(f"{_base(request)}/t/{ctx.admin.tenants[0]}/pending", status_code=303)
+            RedirectResponse(
+                f"{_base(request)}/t/{quote(ctx.admin.tenants[0], safe='')}/pending",
+                status_code=303,
+            )
         )
 
     # --- pending queue -------------------------------------------------------------------------
@@ -243,7 +247,11 @@ class Console:
                 await run_in_threadpool(self.backend.reject, tenant, mid, ctx.admin.name, reason)
         done = "approved" if action == "approve" else "rejected"
         ctx.session.flash("ok", f"{done} {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}")
-        return harden(RedirectResponse(f"{_base(request)}/t/{tenant}/pending", status_code=303))
+        return harden(
+            RedirectResponse(
+                f"{_base(request)}/t/{quote(tenant, safe='')}/pending", status_code=303
+            )
+        )
 
     # --- browser and item page -----------------------------------------------------------------
 
@@ -311,7 +319,11 @@ class Console:
             )
         await run_in_threadpool(self.backend.forget, tenant, mid)
         ctx.session.flash("ok", f"forgot memory {mid}")
-        return harden(RedirectResponse(f"{_base(request)}/t/{tenant}/memories", status_code=303))
+        return harden(
+            RedirectResponse(
+                f"{_base(request)}/t/{quote(tenant, safe='')}/memories", status_code=303
+            )
+        )
 
     # --- playground ----------------------------------------------------------------------------
 
