@@ -21,6 +21,7 @@ from harness.console import AdminTokenFile, build_console_app, console_mount
 from harness.console.app import BROWSE_PAGE
 from harness.memory import MemoryCandidate, MemoryStore
 from harness.memory.types import RecallRequest, Status
+from product_adapter.sql import enqueue
 from tests.console_helpers import XSS, Seeded, csrf_of, other_tenant, seed, sign_in
 
 
@@ -535,11 +536,23 @@ def test_playground_form_without_run_shows_no_result(
 def test_status_shows_counts_embedder_cleanups_and_a_chart(
     client: TestClient, csrf: str, store: MemoryStore, seeded: Seeded, tenant: str
 ) -> None:
+    with store.transaction("queue a cleanup") as conn:
+        conn.execute(
+            enqueue(
+                {
+                    "id": f"task-{tenant}",
+                    "tenant": tenant,
+                    "target": "session",
+                    "target_id": "s-gone",
+                    "created_at": store.clock.now(),
+                }
+            )
+        )
     body = client.get("/status").text
     assert "hybrid" in body and "test/hash-embedder" in body
     totals = body.split(f'id="totals-{tenant}"')[1].split("</p>")[0]
     assert "active 2" in totals and "pending 3" in totals and "superseded 1" in totals
-    assert 'class="cleanups">0<' in totals
+    assert 'class="cleanups">1<' in totals
     assert "<td>platform</td><td>constraint</td><td>pending_approval</td><td>1</td>" in body
     bars = re.findall(
         r"<rect x=\"[\d.]+\" y=\"[\d.]+\" width=\"[\d.]+\" height=\"[\d.]+\" fill=\"(#[0-9a-f]+)\"><title>([^<]+)</title>",

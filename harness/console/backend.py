@@ -21,6 +21,7 @@ from harness.memory.sql import console as csql
 from harness.memory.store import MemoryStore
 from harness.memory.types import Memory, RecallRequest
 from harness.memory.vectors import stored_model
+from product_adapter import ProductAdapter
 
 __all__ = [
     "ConsoleBackend",
@@ -192,7 +193,8 @@ class ConsoleBackend:
         return self.store.recall(request)
 
     def status(self, tenants: Sequence[str], *, days: int = 30) -> StatusReport:
-        """Counts, cleanups and writes per day of ``tenants``; embedder facts of the store."""
+        """Counts, cleanups (queued in the database or still spooled) and writes per day of
+        ``tenants``; embedder facts of the store. Read-only."""
         now = self.store.clock.now()
         since = (now - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
         with self.store.transaction("console status") as conn:
@@ -209,6 +211,9 @@ class ConsoleBackend:
                     dict(r) for r in conn.execute(csql.written_per_day(tenant, since)).mappings()
                 ]
         embedder = self.store.embedder
+        for tenant, n in ProductAdapter(self.store).spooled_by_tenant().items():
+            if tenant in tenants:
+                cleanups[tenant] = cleanups.get(tenant, 0) + n
         totals: dict[str, dict[str, int]] = {}
         for row in counts:
             bucket = totals.setdefault(row["tenant"], {})
