@@ -60,13 +60,6 @@ class Ctx:
     tenant: str | None
 
 
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 Handler = Callable[[Request, Ctx], Awaitable[Response]]
 
 
@@ -139,8 +132,6 @@ class Console:
                             "The form's CSRF token is missing or stale; reload the page and try again.",
                         )
                 return await handler(request, ctx)
-            except _HttpError as exc:
-                return self.error(request, ctx, exc.status, exc.message)
             except MemoryNotFound:
                 return self.error(request, ctx, 404, "Not found.")
             except InvalidInput as exc:
