@@ -244,3 +244,33 @@ def test_admin_reviews_inspects_and_recalls_in_a_real_browser(
     assert "pending 1" in totals and "rejected 1" in totals
     assert browser.find_elements(By.CSS_SELECTOR, "figure svg rect title")
     _shoot(browser, "status", tmp_path)
+
+    # Twenty more proposals, reviewed with the keyboard alone: a, a, a, r + reason + Enter, ...
+    store.write_many(
+        [
+            MemoryCandidate(
+                tenant=tenant,
+                scope="platform",
+                kind="lesson",
+                content=f"Proposed platform lesson number {i}.",
+                source={"origin": "completion", "run_id": f"run-{100 + i}"},
+            )
+            for i in range(20)
+        ]
+    )
+    browser.find_element(By.LINK_TEXT, "Pending").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "[data-item].current")))
+    for i in range(21):
+        first = browser.find_element(By.CSS_SELECTOR, "[data-item].current")
+        if i % 4 == 3:
+            _press(browser, "r")
+            _press(browser, f"duplicate {i}" + Keys.ENTER)
+        else:
+            _press(browser, "a")
+        wait.until(ec.staleness_of(first))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".flash")))
+    assert browser.find_element(By.ID, "empty").text == "Nothing is waiting for a decision."
+    assert store.pending(tenant) == []
+    decisions = store.audit(tenant)
+    assert len(decisions) == 23 and {a["actor"] for a in decisions} == {"Ada Admin"}
+    assert sum(a["decision"] == "rejected" for a in decisions) == 1 + 5
