@@ -17,7 +17,6 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -32,6 +31,16 @@ from harness.console.backend import (
 from harness.console.chart import ORIGIN_COLOURS, layout_chart
 from harness.console.sessions import COOKIE_NAME, Session, SessionStore
 from harness.console.tokens import Admin, AdminTokenFile
+from harness.console.web import (
+    base_path,
+    cookie_path,
+    csrf_ok,
+    enum_value,
+    form_text,
+    harden,
+    set_cookie,
+    whole_number,
+)
 from harness.errors import (
     ConflictingState,
     HarnessError,
@@ -115,7 +124,7 @@ class Console:
             admin = self.tokens.admin_by_hash(session.token_sha256) if session else None
             if session is None or admin is None:
                 if request.method == "GET":
-                    return harden(RedirectResponse(f"{_base(request)}/login", status_code=303))
+                    return harden(RedirectResponse(f"{base_path(request)}/login", status_code=303))
                 return self.error(request, None, 401, "Sign in first.")
             tenant = request.path_params.get("tenant") if tenant_scoped else None
             ctx = Ctx(session, admin, tenant)
@@ -124,7 +133,7 @@ class Console:
             try:
                 if request.method == "POST":
                     form = await request.form()
-                    if not _csrf_ok(form, session.csrf):
+                    if not csrf_ok(form, session.csrf):
                         return self.error(
                             request,
                             ctx,
@@ -150,13 +159,13 @@ class Console:
     async def login_form(self, request: Request) -> Response:
         nonce = secrets.token_urlsafe(24)
         response = self.render(request, "login.html", None, login_csrf=nonce, message=None)
-        _set_cookie(request, response, LOGIN_COOKIE, nonce, max_age=600)
+        set_cookie(request, response, LOGIN_COOKIE, nonce, max_age=600)
         return response
 
     async def login(self, request: Request) -> Response:
         form = await request.form()
         expected = request.cookies.get(LOGIN_COOKIE, "")
-        if not expected or not _csrf_ok(form, expected):
+        if not expected or not csrf_ok(form, expected):
             return self.error(
                 request, None, 403, "The sign-in form is stale; reload the page and try again."
             )
@@ -172,26 +181,26 @@ class Console:
                 login_csrf=nonce,
                 message="Unknown token.",
             )
-            _set_cookie(request, response, LOGIN_COOKIE, nonce, max_age=600)
+            set_cookie(request, response, LOGIN_COOKIE, nonce, max_age=600)
             return response
         from harness.console.tokens import hash_token
 
         session = self.sessions.open(hash_token(token.strip()))  # type: ignore[union-attr]
-        response = harden(RedirectResponse(f"{_base(request)}/", status_code=303))
-        _set_cookie(request, response, COOKIE_NAME, session.sid, max_age=None)
-        response.delete_cookie(LOGIN_COOKIE, path=_cookie_path(request))
+        response = harden(RedirectResponse(f"{base_path(request)}/", status_code=303))
+        set_cookie(request, response, COOKIE_NAME, session.sid, max_age=None)
+        response.delete_cookie(LOGIN_COOKIE, path=cookie_path(request))
         return response
 
     async def logout(self, request: Request, ctx: Ctx) -> Response:
         self.sessions.close(ctx.session.sid)
-        response = harden(RedirectResponse(f"{_base(request)}/login", status_code=303))
-        response.delete_cookie(COOKIE_NAME, path=_cookie_path(request))
+        response = harden(RedirectResponse(f"{base_path(request)}/login", status_code=303))
+        response.delete_cookie(COOKIE_NAME, path=cookie_path(request))
         return response
 
     async def home(self, request: Request, ctx: Ctx) -> Response:
         return harden(
             RedirectResponse(
-                f"{_base(request)}/t/{quote(ctx.admin.tenants[0], safe='')}/pending",
+                f"{base_path(request)}/t/{quote(ctx.admin.tenants[0], safe='')}/pending",
                 status_code=303,
             )
         )
@@ -216,13 +225,13 @@ class Console:
     async def decide(self, request: Request, ctx: Ctx) -> Response:
         tenant = _tenant(ctx)
         form = await request.form()
-        action = _text(form, "action")
+        action = form_text(form, "action")
         if action not in ("approve", "reject"):
             raise InvalidInput("action: must be approve or reject", fields=("action",))
         raw_ids = [v for v in form.getlist("id") if isinstance(v, str)]
         if not raw_ids:
             raise InvalidInput("id: select at least one memory", fields=("id",))
-        reason = _text(form, "reason").strip()
+        reason = form_text(form, "reason").strip()
         if action == "reject" and not reason:
             raise InvalidInput("reason: a rejection needs a reason", fields=("reason",))
         ids = list(dict.fromkeys(parse_memory_id(r) for r in raw_ids))
@@ -240,7 +249,7 @@ class Console:
         ctx.session.flash("ok", f"{done} {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}")
         return harden(
             RedirectResponse(
-                f"{_base(request)}/t/{quote(tenant, safe='')}/pending", status_code=303
+                f"{base_path(request)}/t/{quote(tenant, safe='')}/pending", status_code=303
             )
         )
 
@@ -250,10 +259,10 @@ class Console:
         tenant = _tenant(ctx)
         q = request.query_params
         flt = BrowseFilter(
-            scope=_enum(Scope, q.get("scope"), "scope"),
+            scope=enum_value(Scope, q.get("scope"), "scope"),
             scope_id=q.get("scope_id") or None,
-            kind=_enum(Kind, q.get("kind"), "kind"),
-            status=_enum(Status, q.get("status"), "status"),
+            kind=enum_value(Kind, q.get("kind"), "kind"),
+            status=enum_value(Status, q.get("status"), "status"),
             text=(q.get("q") or "").strip() or None,
         )
         if flt.text and len(flt.text) > MAX_TEXT_FILTER:
@@ -304,7 +313,7 @@ class Console:
         tenant = _tenant(ctx)
         mid = parse_memory_id(request.path_params["memory_id"])
         form = await request.form()
-        if _text(form, "confirm") != "yes":
+        if form_text(form, "confirm") != "yes":
             raise InvalidInput(
                 "confirm: tick the confirmation to forget a memory", fields=("confirm",)
             )
@@ -312,7 +321,7 @@ class Console:
         ctx.session.flash("ok", f"forgot memory {mid}")
         return harden(
             RedirectResponse(
-                f"{_base(request)}/t/{quote(tenant, safe='')}/memories", status_code=303
+                f"{base_path(request)}/t/{quote(tenant, safe='')}/memories", status_code=303
             )
         )
 
@@ -338,9 +347,9 @@ class Console:
                 workflow_id=values["workflow_id"].strip() or None,
                 session_id=values["session_id"].strip() or None,
                 query=values["query"],
-                budget_chars=_int(values["budget_chars"], "budget_chars"),
-                max_items=_int(values["max_items"], "max_items"),
-                max_item_chars=_int(values["max_item_chars"], "max_item_chars"),
+                budget_chars=whole_number(values["budget_chars"], "budget_chars"),
+                max_items=whole_number(values["max_items"], "max_items"),
+                max_item_chars=whole_number(values["max_item_chars"], "max_item_chars"),
             )
             result = await run_in_threadpool(self.backend.recall, request_)
         return self.render(
@@ -360,69 +369,6 @@ class Console:
 def _tenant(ctx: Ctx) -> str:
     assert ctx.tenant is not None  # guaranteed by the route's path
     return ctx.tenant
-
-
-def _base(request: Request) -> str:
-    return str(request.scope.get("root_path", ""))
-
-
-def _cookie_path(request: Request) -> str:
-    return _base(request) or "/"
-
-
-def _set_cookie(
-    request: Request, response: Response, name: str, value: str, *, max_age: int | None
-) -> None:
-    response.set_cookie(
-        name,
-        value,
-        max_age=max_age,
-        path=_cookie_path(request),
-        secure=request.url.scheme == "https",
-        httponly=True,
-        samesite="strict",
-    )
-
-
-def _csrf_ok(form: FormData, expected: str) -> bool:
-    sent = form.get("csrf")
-    return isinstance(sent, str) and bool(expected) and secrets.compare_digest(sent, expected)
-
-
-def _text(form: FormData, name: str) -> str:
-    value = form.get(name)
-    return value if isinstance(value, str) else ""
-
-
-def _int(raw: str, name: str) -> int:
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise InvalidInput(f"{name}: {raw!r} is not a whole number", fields=(name,)) from None
-
-
-def _enum(enum: type[Any], raw: str | None, name: str) -> Any:
-    if not raw:
-        return None
-    try:
-        return enum(raw)
-    except ValueError:
-        allowed = ", ".join(e.value for e in enum)
-        raise InvalidInput(f"{name}: {raw!r} is not one of {allowed}", fields=(name,)) from None
-
-
-def harden(response: Response, nonce: str | None = None) -> Response:
-    """Headers every console response carries: strict CSP, no framing, no caching."""
-    script = f"'nonce-{nonce}'" if nonce else "'none'"
-    response.headers["Content-Security-Policy"] = (
-        f"default-src 'none'; script-src {script}; style-src 'unsafe-inline'; img-src 'self' data:; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    )
-    response.headers["X-Frame-Options"] = "DENY"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["Cache-Control"] = "no-store"
-    return response
 
 
 def build_console_app(
