@@ -1,11 +1,13 @@
 """Console page latency at 100k memories in one tenant; writes bench/results/console.json.
 
-    python -m bench.console_pages [--n 100000] [--repeat 15]
+    python -m bench.console_pages [--n 100000] [--repeat 15] [--reuse]
 
 Rows are bulk-inserted (random unit vectors, a realistic mix of scopes, kinds, statuses and
 origins over 90 days, 20 pending platform items), the table is VACUUM ANALYZEd, then each page
 is fetched in-process through Starlette's TestClient (routing, SQL, template rendering) and
-the median and p90 of ``repeat`` fetches are reported, with the EXPLAIN of the listing queries.
+the median and p90 of ``repeat`` fetches are reported, with the EXPLAIN of the listing queries:
+first with the schema's indexes, then again after creating ``PROPOSED_INDEX`` (same process).
+``--reuse`` skips the load and measures the database a previous run left behind.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import time
 import uuid
@@ -23,15 +26,18 @@ from urllib.parse import quote
 
 import numpy as np
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
-from bench.common import RESULTS, fresh_store, settle
+from bench.common import RESULTS, fresh_store, server_url, settle
 from harness.console import AdminTokenFile, build_console_app
 from harness.console.backend import format_cursor
 from harness.fingerprint import fingerprint
 from harness.memory.schema import memories
 from harness.memory.sql import console as csql
+from harness.memory.store import MemoryStore
 from harness.memory.types import Kind, Status
+from harness.settings import Settings
 from tests.console_helpers import sign_in
 
 TENANT = "bench-console"
@@ -143,12 +149,33 @@ def explain(engine: sa.Engine, stmt: Any) -> str:
     return "\n".join(r[0] for r in rows)
 
 
-def run(n: int, repeat: int) -> dict[str, Any]:
-    store = fresh_store(RandomEmbedder(), "bench_console")  # type: ignore[arg-type]
+def reuse_store() -> MemoryStore:
+    """The database a previous run loaded, without the proposed index (measured as baseline)."""
+    url = make_url(server_url()).set(database="bench_console")
+    store = MemoryStore.connect(
+        url.render_as_string(hide_password=False),
+        embedder=RandomEmbedder(),  # type: ignore[arg-type]
+        settings=Settings.from_env(statement_timeout_ms=600_000),
+        check_model=False,
+    )
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DROP INDEX IF EXISTS ix_memories_tenant_created"))
+    settle(store)
+    return store
+
+
+def run(n: int, repeat: int, *, reuse: bool = False) -> dict[str, Any]:
     now = datetime.now(UTC)
     t = time.perf_counter()
-    load(store.engine, n, now)
-    settle(store)
+    if reuse:
+        store = reuse_store()
+        with store.engine.connect() as conn:
+            n = conn.execute(sa.text("SELECT count(*) FROM memories")).scalar_one()
+            now = conn.execute(sa.text("SELECT max(created_at) FROM memories")).scalar_one()
+    else:
+        store = fresh_store(RandomEmbedder(), "bench_console")  # type: ignore[arg-type]
+        load(store.engine, n, now)
+        settle(store)
     load_s = time.perf_counter() - t
     with store.engine.connect() as conn:
         deep = conn.execute(
@@ -177,7 +204,13 @@ def run(n: int, repeat: int) -> dict[str, Any]:
         "playground": f"/t/{TENANT}/playground?run=1&user_id=user-42&query=topic+12+note",
         "status": "/status",
     }
-    out: dict[str, Any] = {"n": n, "repeat": repeat, "load_s": round(load_s, 1)}
+    out: dict[str, Any] = {
+        "n": n,
+        "repeat": repeat,
+        "load_s": round(load_s, 1),
+        "load_average_at_start": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+    }
     statements = {
         "browse_first": csql.browse(TENANT, csql.BrowseFilter(), before=None, limit=51),
         "browse_kind_status": csql.browse(
@@ -220,8 +253,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure the database a previous run loaded"
+    )
     args = parser.parse_args()
-    result = run(args.n, args.repeat)
+    result = run(args.n, args.repeat, reuse=args.reuse)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "console.json"
     path.write_text(json.dumps(result, indent=2))

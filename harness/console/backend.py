@@ -19,7 +19,7 @@ from harness.memory.recall import RecallResult
 from harness.memory.rows import memory_from_row
 from harness.memory.sql import console as csql
 from harness.memory.store import MemoryStore
-from harness.memory.types import Memory, RecallRequest
+from harness.memory.types import Memory, RecallRequest, Scope
 from harness.memory.vectors import stored_model
 from product_adapter import ProductAdapter
 
@@ -150,6 +150,18 @@ class ConsoleBackend:
             page = [memory_from_row(r) for r in rows.all()]
             more = len(page) > limit
             page = page[:limit]
+            similar: dict[uuid.UUID, list[tuple[Memory, float]]] = {}
+            groups: dict[tuple[Scope, str], list[uuid.UUID]] = {}
+            for mem in page:
+                if mem.has_embedding:
+                    groups.setdefault((mem.scope, mem.scope_id), []).append(mem.id)
+            for (scope, scope_id), ids in groups.items():
+                for r in conn.execute(
+                    csql.similar_active(tenant, ids, scope, scope_id, self.similar_limit)
+                ).mappings():
+                    similar.setdefault(r["probe_id"], []).append(
+                        (memory_from_row(r), float(r["similarity"]))
+                    )
             items = []
             for mem in page:
                 replaced = None
@@ -162,15 +174,7 @@ class ConsoleBackend:
                         .first()
                     )
                     replaced = memory_from_row(row) if row else None
-                similar = []
-                if mem.has_embedding:
-                    for r in conn.execute(
-                        csql.similar_active(
-                            tenant, mem.id, mem.scope, mem.scope_id, self.similar_limit
-                        )
-                    ).mappings():
-                        similar.append((memory_from_row(r), float(r["similarity"])))
-                items.append(PendingItem(mem, replaced, similar))
+                items.append(PendingItem(mem, replaced, similar.get(mem.id, [])))
         nxt = (page[-1].created_at, page[-1].id) if more and page else None
         return items, nxt
 
