@@ -490,6 +490,11 @@ def demo(url: UrlOption = None) -> None:
             shutil.rmtree(throwaway, ignore_errors=True)
 
 
+from harness.console.cli import register as _register_console  # noqa: E402
+
+_register_console(app)
+
+
 def main() -> None:  # pragma: no cover - console-script shim
     app()
 

@@ -1,0 +1,104 @@
+"""Console admins: bearer tokens stored hashed, each allowed a list of tenants."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InvalidInput
+from harness.mcp_server.identity import hash_token
+
+__all__ = ["ENV_TOKENS", "Admin", "AdminTokenFile", "default_token_path", "hash_token"]
+
+#: Environment variable naming the console's token file (default: ``$HARNESS_HOME/console-tokens.json``).
+ENV_TOKENS = "HARNESS_CONSOLE_TOKENS"
+
+
+@dataclass(frozen=True)
+class Admin:
+    """A signed-in console admin: a display name for the audit and the tenants they may see."""
+
+    name: str
+    tenants: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise InvalidInput("name: an admin needs a name", fields=("name",))
+        if not self.tenants or any(not t.strip() for t in self.tenants):
+            raise InvalidInput("tenant: an admin needs at least one tenant", fields=("tenant",))
+
+    def may_see(self, tenant: str) -> bool:
+        """True when ``tenant`` is one of the admin's tenants."""
+        return tenant in self.tenants
+
+
+def default_token_path(home: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """``HARNESS_CONSOLE_TOKENS`` when set, else ``console-tokens.json`` in the data folder."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(ENV_TOKENS, "").strip()
+    return Path(explicit) if explicit else home / "console-tokens.json"
+
+
+class AdminTokenFile:
+    """A JSON file ``{"admins": [{"sha256", "name", "tenants"}]}``; tokens never stored plain.
+
+    Re-read whenever the file changes, so a token removed from the file stops working at the
+    next request of any session it opened.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._cache: dict[str, Admin] = {}
+        self._mtime: int | None = None
+
+    def load(self) -> dict[str, Admin]:
+        """Hash -> admin. A missing file means no admins."""
+        mtime = self.path.stat().st_mtime_ns if self.path.exists() else None
+        if mtime != self._mtime or mtime is None:
+            self._cache = self._read()
+            self._mtime = mtime
+        return self._cache
+
+    def _read(self) -> dict[str, Admin]:
+        if not self.path.exists():
+            return {}
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        return {
+            entry["sha256"]: Admin(entry["name"], tuple(entry["tenants"]))
+            for entry in data.get("admins", [])
+        }
+
+    def verify(self, token: str) -> Admin | None:
+        """The admin a presented token belongs to, or None."""
+        if not token:
+            return None
+        return self.load().get(hash_token(token.strip()))
+
+    def admin_by_hash(self, token_sha256: str) -> Admin | None:
+        """The admin whose token hashes to ``token_sha256`` (still present in the file)."""
+        return self.load().get(token_sha256)
+
+    def add(self, name: str, tenants: Sequence[str]) -> str:
+        """Mint a token for ``name`` over ``tenants``; store its hash; return it (shown once).
+
+        Side effect: rewrites the file atomically with mode 0600.
+        """
+        admin = Admin(name.strip(), tuple(dict.fromkeys(t.strip() for t in tenants)))
+        token = "hmc_" + secrets.token_urlsafe(32)
+        entries = [
+            {"sha256": h, "name": a.name, "tenants": list(a.tenants)}
+            for h, a in self._read().items()
+        ]
+        entries.append(
+            {"sha256": hash_token(token), "name": admin.name, "tenants": list(admin.tenants)}
+        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"admins": entries}, indent=2), encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        tmp.replace(self.path)
+        return token
