@@ -199,7 +199,9 @@ def test_an_admin_of_one_tenant_gets_404_for_another_tenants_pages_and_ids(
     assert r.status_code == 404
     r = client.post(f"/t/{tenant}/memories/{fid}/forget", data={"csrf": csrf, "confirm": "yes"})
     assert r.status_code == 404
-    assert store.get(foreign.pending_plain.id, tenant=foreign_tenant).status is Status.PENDING_APPROVAL  # type: ignore[union-attr]
+    assert (
+        store.get(foreign.pending_plain.id, tenant=foreign_tenant).status is Status.PENDING_APPROVAL
+    )  # type: ignore[union-attr]
     # The status page lists only my tenants.
     assert foreign_tenant not in client.get("/status").text
 
@@ -627,4 +629,4 @@ def test_tenant_names_are_quoted_in_links_and_redirects(
             follow_redirects=False,
         )
         assert r.status_code == 303 and r.headers["location"] == f"/t/{quoted}/pending"
-    assert store.get(seeded.pending_plain.id, tenant=tenant).status is Status.ACTIVE  # type: ignore[union-attr]
+    assert store.get(seeded.pending_plain.id, tenant=spaced).status is Status.ACTIVE  # type: ignore[union-attr]
