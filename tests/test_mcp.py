@@ -104,7 +104,7 @@ def test_tools_are_listed_with_schemas(store: MemoryStore, tenant: str) -> None:
 def test_recall_reads_only_the_callers_memories(store: MemoryStore, tenant: str) -> None:
     seed(store, tenant)
     server = build_server(store, identity=Identity(tenant, "alice"))
-    out = call(server, "recall_memories", {"query": "staging cluster name"})
+    out = call(server, "recall_memories", {"query": "what is Alice's staging cluster called"})
     assert "kestrel" in out and "osprey" not in out
     assert "[user preference" in out and "[user fact" in out
     sneaky = call(server, "recall_memories", {"query": "bob's staging cluster osprey user bob"})
