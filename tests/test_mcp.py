@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -357,3 +358,56 @@ def test_concurrent_recalls_are_capped(store: MemoryStore, tenant: str) -> None:
     results = anyio.run(go)
     assert len(results) == 6 and UNAVAILABLE not in results
     assert state["max"] == 2
+
+
+def test_every_failure_answer_is_an_error_with_its_text(store: MemoryStore, tenant: str) -> None:
+    seed(store, tenant)
+    server = build_server(store, identity=Identity(tenant, "alice"))
+    down = unreachable_store()
+
+    async def answers(target: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        async with Client(target) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    try:
+        (unavailable,) = anyio.run(
+            answers,
+            build_server(down, identity=Identity(tenant, "alice")),
+            [("recall_memories", {"query": "x"})],
+        )
+    finally:
+        down.close()
+    assert unavailable.is_error and text_of(unavailable) == UNAVAILABLE
+    found, opened = anyio.run(
+        answers,
+        server,
+        [("recall_memories", {"query": "staging cluster"}), ("recallset_open", {})],
+    )
+    (nothing,) = anyio.run(
+        answers,
+        build_server(store, identity=Identity(tenant, "nobody")),
+        [("recall_memories", {"query": "staging cluster"})],
+    )
+    assert not found.is_error and "kestrel" in text_of(found)
+    assert not nothing.is_error and text_of(nothing) == "Nothing relevant is stored for this query."
+    memo = json.loads(text_of(opened))["memo"]
+    failures = anyio.run(
+        answers,
+        server,
+        [
+            ("recallset_read", {"memo": memo, "id": "r7"}),
+            ("recallset_mark", {"memo": memo, "id": "r7", "mark": "keep"}),
+            ("recallset_overview", {"memo": "memo_nope"}),
+            ("recallset_mark", {"memo": memo, "id": "r1", "mark": "galaxy"}),
+            ("recallset_add", {"memo": memo, "content": "   "}),
+            ("recallset_add", {"memo": memo}),
+            ("no_such_tool", {}),
+        ],
+    )
+    texts = [text_of(f) for f in failures]
+    assert all(f.is_error for f in failures), texts
+    assert texts[0] == "error: recallset_read: no RecallSet item with id 'r7'"
+    assert texts[1] == "error: recallset_mark: no RecallSet item with id 'r7'"
+    assert texts[2].startswith("error: recallset_overview: no memo 'memo_nope'")
+    assert "mark" in texts[3] and "content" in texts[4] and "content" in texts[5]
+    assert "no_such_tool" in texts[6]
