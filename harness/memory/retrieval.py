@@ -13,6 +13,7 @@ from harness.memory import sql
 from harness.memory.ranking import RankingConfig, Scored, fuse
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
 from harness.memory.rows import memory_from_row
+from harness.memory.throttle import OncePerInterval
 from harness.memory.types import RecallRequest, Scope
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Retriever:
         self.strategy: Strategy = strategy
         self.large_pool = large_pool
         self.ef_search = ef_search
+        self.incomplete_warnings = OncePerInterval(300.0)
 
     def recall(self, request: RecallRequest | Mapping[str, Any]) -> RecallResult:
         req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
@@ -181,7 +183,7 @@ class Retriever:
                     f"below relevance floor or beyond top-{self.ranking.top_n}: {_signals(s)}",
                 )
             )
-        return assemble(
+        result = assemble(
             candidates,
             budget_chars=req.budget_chars,
             max_items=req.max_items,
@@ -189,6 +191,23 @@ class Retriever:
             strict=req.strict,
             trace=trace,
         )
+        if not result.complete:
+            self._warn_incomplete(req)
+        return result
+
+    def _warn_incomplete(self, req: RecallRequest) -> None:
+        times = self.incomplete_warnings.hit((req.tenant, req.user_id))
+        if times is not None:
+            log.warning(
+                "recall incomplete for %s/%s: constraints do not fit a %d-character budget "
+                "(%d recall(s) since the last warning; warned once per %.0f s per caller; "
+                "`harness-memory status` counts them)",
+                req.tenant,
+                req.user_id,
+                req.budget_chars,
+                times,
+                self.incomplete_warnings.interval_s,
+            )
 
 
 def _signals(s: Scored) -> str:

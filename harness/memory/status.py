@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.memory import sql
 from harness.memory.db import redact_url
 from harness.memory.migrate import current_revision
+from harness.memory.types import Kind, RecallRequest, Scope
 from harness.memory.vectors import stored_model
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class StoreStatus:
     missing_embeddings: int
     pending_cleanups: dict[str, int]
     lexical_reason: str | None = None
+    constraints_over_budget: dict[str, int] = field(default_factory=dict)
 
 
 def collect_status(store: MemoryStore) -> StoreStatus:
@@ -54,4 +56,23 @@ def collect_status(store: MemoryStore) -> StoreStatus:
         missing_embeddings=missing,
         pending_cleanups=cleanups,
         lexical_reason=store.lexical_reason,
+        constraints_over_budget={
+            t: n for t in counts if (n := _platform_constraints_over_budget(store, t))
+        },
     )
+
+
+#: A user id no caller has (ids are validated elsewhere); its recall sees platform items only.
+PROBE_USER = "harness-status-probe"
+
+
+def _platform_constraints_over_budget(store: MemoryStore, tenant: str) -> int:
+    """How many platform constraints a default-sized recall cannot place (each recall of
+    that tenant is then incomplete; the warning itself is logged once per caller and
+    interval)."""
+    store.retriever.incomplete_warnings.mute((tenant, PROBE_USER))
+    result = store.recall(RecallRequest(tenant=tenant, user_id=PROBE_USER))
+    if result.complete:
+        return 0
+    left_out = (store.get(o.memory_id) for o in result.omitted if o.reason != "conflict")
+    return sum(1 for m in left_out if m and m.scope is Scope.PLATFORM and m.kind is Kind.CONSTRAINT)
