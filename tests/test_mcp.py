@@ -21,6 +21,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from harness.mcp_server import (
+    BUSY,
     UNAVAILABLE,
     Identity,
     McpLimits,
@@ -411,3 +412,53 @@ def test_every_failure_answer_is_an_error_with_its_text(store: MemoryStore, tena
     assert texts[2].startswith("error: recallset_overview: no memo 'memo_nope'")
     assert "mark" in texts[3] and "content" in texts[4] and "content" in texts[5]
     assert "no_such_tool" in texts[6]
+
+
+def test_work_in_flight_is_bounded_and_overflow_answers_busy(
+    store: MemoryStore, tenant: str
+) -> None:
+    class Slow:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def recall(self, request: Any) -> Any:
+            time.sleep(0.4)
+            return store.recall(request)
+
+    server = build_server(
+        Slow(),  # type: ignore[arg-type]
+        identity=Identity(tenant, "alice"),
+        limits=McpLimits(max_concurrent_recalls=1, max_waiting_recalls=2, queue_timeout_s=5.0),
+    )
+
+    async def burst(n: int) -> list[tuple[str, bool, float]]:
+        out: list[tuple[str, bool, float]] = []
+        async with Client(server) as client:
+
+            async def one() -> None:
+                started = time.perf_counter()
+                result = await client.call_tool("recall_memories", {"query": "x"})
+                out.append((text_of(result), bool(result.is_error), time.perf_counter() - started))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(n):
+                    tg.start_soon(one)
+                    await anyio.sleep(0.02)  # arrive in order
+        return out
+
+    answers = anyio.run(burst, 6)
+    busy = [a for a in answers if a[0] == BUSY]
+    served = [a for a in answers if a[0] != BUSY]
+    assert len(served) == 3 and len(busy) == 3  # one running, two waiting
+    assert all(error for _, error, _ in busy) and not any(error for _, error, _ in served)
+    assert all(seconds < 0.3 for _, _, seconds in busy)  # turned away at once, not queued
+    assert server.recall_load.shed == 3  # type: ignore[attr-defined]
+
+    impatient = build_server(
+        Slow(),  # type: ignore[arg-type]
+        identity=Identity(tenant, "alice"),
+        limits=McpLimits(max_concurrent_recalls=1, queue_timeout_s=0.1),
+    )
+    server = impatient
+    answers = anyio.run(burst, 2)
+    assert sorted(a[0] == BUSY for a in answers) == [False, True]

@@ -24,11 +24,12 @@ from harness.memory.store import MemoryStore
 from harness.memory.types import RecallRequest
 from harness.recallset import RecallSetTools
 
-__all__ = ["UNAVAILABLE", "McpLimits", "answer", "build_server", "text_of"]
+__all__ = ["BUSY", "UNAVAILABLE", "McpLimits", "RecallLoad", "answer", "build_server", "text_of"]
 
 log = logging.getLogger(__name__)
 
 UNAVAILABLE = "Memory is unavailable right now; continue without it."
+BUSY = "Memory is busy right now; continue without it, or ask again in a moment."
 NOTHING = "Nothing relevant is stored for this query."
 HEADER = "Stored memories (scope kind | origin | date):\n"
 
@@ -40,6 +41,13 @@ could change your answer. Query with a few identifying words (names, ids, topics
 sentence; if the first try misses, query again with other words. Each line shows the memory's
 scope (session, workflow, user, platform), kind and date; a platform constraint always
 applies. The answer says so explicitly when nothing relevant is stored."""
+
+
+@dataclass
+class RecallLoad:
+    """What the server turned away: recalls answered "busy" without running."""
+
+    shed: int = 0
 
 
 def answer(text: str, *, is_error: bool = False) -> CallToolResult:
@@ -54,9 +62,13 @@ def text_of(result: CallToolResult) -> str:
 
 @dataclass(frozen=True)
 class McpLimits:
-    """Per-server limits: concurrent recalls, per-call timeout, output cap (whole items)."""
+    """Per-server limits: recalls running at once and waiting for a slot (more, or a wait
+    past ``queue_timeout_s``, answer "busy" at once instead of queueing without limit), the
+    per-call timeout, the output cap (whole items)."""
 
     max_concurrent_recalls: int = 4
+    max_waiting_recalls: int = 16
+    queue_timeout_s: float = 2.0
     timeout_s: float = 10.0
     output_chars: int = 4000
     max_items: int = 20
@@ -104,6 +116,7 @@ def build_server(
     )
     recall_slots = anyio.Semaphore(lim.max_concurrent_recalls)
     recallsets = RecallSets(memo_limits)
+    load = RecallLoad()
 
     def caller() -> Identity:
         if identity is not None:
@@ -112,6 +125,24 @@ def build_server(
         if token is None:  # the auth middleware refuses such requests before they get here
             raise PermissionError("no verified caller")
         return TokenFileVerifier.identity_of(token)
+
+    waiting = 0
+
+    async def take_slot() -> bool:
+        """A recall slot, or False when too many wait already or the wait runs too long."""
+        nonlocal waiting
+        if waiting >= lim.max_waiting_recalls and recall_slots.value == 0:
+            load.shed += 1
+            return False
+        waiting += 1
+        try:
+            with anyio.move_on_after(lim.queue_timeout_s):
+                await recall_slots.acquire()
+                return True
+        finally:
+            waiting -= 1
+        load.shed += 1
+        return False
 
     def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
         try:
@@ -133,18 +164,21 @@ def build_server(
             max_items=lim.max_items,
             max_item_chars=lim.max_item_chars,
         )
+        if not await take_slot():
+            return answer(BUSY, is_error=True)
         try:
             with anyio.fail_after(lim.timeout_s):
-                async with recall_slots:
-                    result: RecallResult = await anyio.to_thread.run_sync(
-                        store.recall, request, abandon_on_cancel=True
-                    )
+                result: RecallResult = await anyio.to_thread.run_sync(
+                    store.recall, request, abandon_on_cancel=True
+                )
         except TimeoutError:
             log.warning("recall timed out after %.1fs", lim.timeout_s)
             return answer(UNAVAILABLE, is_error=True)
         except Exception as exc:  # the agent must keep working without memory
             log.warning("recall failed: %s", exc)
             return answer(UNAVAILABLE, is_error=True)
+        finally:
+            recall_slots.release()
         if result.degraded:
             return answer(UNAVAILABLE, is_error=True)
         if not result.items:
@@ -213,4 +247,5 @@ def build_server(
         server.custom_route("/v1/memories", methods=["POST"])(ingest)
 
     server.recallsets = recallsets  # type: ignore[attr-defined]
+    server.recall_load = load  # type: ignore[attr-defined]
     return server

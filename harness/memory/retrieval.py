@@ -10,6 +10,7 @@ from sqlalchemy import exc as sa_exc
 
 from harness.errors import IncompleteRecall, StoreError
 from harness.memory import sql
+from harness.memory.query_cache import QueryVectorCache
 from harness.memory.ranking import RankingConfig, Scored, fuse
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
 from harness.memory.rows import memory_from_row
@@ -52,6 +53,7 @@ class Retriever:
         self.large_pool = large_pool
         self.ef_search = ef_search
         self.incomplete_warnings = OncePerInterval(300.0)
+        self.query_vectors = QueryVectorCache(1024)
 
     def recall(self, request: RecallRequest | Mapping[str, Any]) -> RecallResult:
         req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
@@ -73,8 +75,13 @@ class Retriever:
         embedder = self.store.embedder
         if embedder is None or not query.strip():
             return None
+        cached = self.query_vectors.get(embedder.model_name, query)
+        if cached is not None:
+            return cached
         try:
-            return embedder.embed([query])[0]
+            vector = embedder.embed([query])[0]
+            self.query_vectors.put(embedder.model_name, query, vector)
+            return vector
         except Exception as exc:  # fall back to full-text for this query only
             log.warning("query embedding failed, using full-text only: %s", exc)
             return None
