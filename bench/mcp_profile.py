@@ -46,11 +46,17 @@ from harness.memory.types import RecallRequest
 __all__ = ["main"]
 
 GROUPS = [
-    ("embedding (fastembed, onnxruntime, tokenizers, numpy)", ("fastembed", "onnxruntime", "tokenizers", "numpy")),
+    (
+        "embedding (fastembed, onnxruntime, tokenizers, numpy)",
+        ("fastembed", "onnxruntime", "tokenizers", "numpy"),
+    ),
     ("database (sqlalchemy, psycopg, pgvector)", ("sqlalchemy", "psycopg", "pgvector")),
     ("MCP framing and validation (mcp, pydantic, mcp_types)", ("/mcp/", "mcp_types", "pydantic")),
     ("JSON", ("/json/",)),
-    ("threads and event loop (anyio, asyncio, threading)", ("anyio", "asyncio", "threading", "concurrent", "queue.py")),
+    (
+        "threads and event loop (anyio, asyncio, threading)",
+        ("anyio", "asyncio", "threading", "concurrent", "queue.py"),
+    ),
     ("harness (ranking, assembly, rendering)", ("/harness/",)),
 ]
 
@@ -92,9 +98,7 @@ def grouped(stats: pstats.Stats) -> dict[str, float]:
     totals: dict[str, float] = {}
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     for (filename, _, _), (_, _, tottime, _, _) in raw.items():
-        group = next(
-            (label for label, keys in GROUPS if any(k in filename for k in keys)), "other"
-        )
+        group = next((label for label, keys in GROUPS if any(k in filename for k in keys)), "other")
         totals[group] = totals.get(group, 0.0) + tottime
     return {k: round(v, 4) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
 
@@ -183,8 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     for extra in profiled.profiles[1:]:
         worker_stats.add(extra)
     out = {
-        "command": "python -m bench.mcp_profile --calls "
-        f"{args.calls} --memories {args.memories}",
+        "command": f"python -m bench.mcp_profile --calls {args.calls} --memories {args.memories}",
         "layers_median_ms": layers,
         "derived_ms": {
             "embedding": layers["embed"]["median_ms"],

@@ -467,16 +467,17 @@ def _report(
         "server_cpu_s_per_s": round(cpu_per_s, 3),
         "rss_mb_first": round(samples[0]["rss_mb"], 1) if samples else None,
         "rss_mb_last": round(samples[-1]["rss_mb"], 1) if samples else None,
-        "rss_mb_median_last_minute": (
-            round(
-                statistics.median(s["rss_mb"] for s in tally.minutes[max(tally.minutes)].samples), 1
-            )
-            if samples
-            else None
-        ),
+        "rss_mb_median_last_minute": _last_minute_rss(tally),
         "exit_s": round(exit_s, 3),
         "per_minute": table,
     }
+
+
+def _last_minute_rss(tally: Tally) -> float | None:
+    sampled = [m for _, m in sorted(tally.minutes.items()) if m.samples]
+    if not sampled:
+        return None
+    return round(statistics.median(s["rss_mb"] for s in sampled[-1].samples), 1)
 
 
 def print_phase(result: dict[str, Any]) -> None:

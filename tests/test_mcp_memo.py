@@ -151,6 +151,8 @@ async def memo_round_trip(connect: Any) -> None:
         assert error and missing == "error: recallset_read: no RecallSet item with id 'r999'"
         guessed, error = await tool(client, "recallset_overview", {"memo": "memo_guess"})
         assert error and "no memo 'memo_guess'" in guessed
+        too_long, error = await tool(client, "recallset_add", {"memo": memo, "content": "x" * 8001})
+        assert error and "at most 8000 characters" in too_long
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -212,6 +212,12 @@ def build_server(
         args: dict[str, Any] = {"content": content, "mark": mark, "priority": priority}
         if title is not None:
             args["title"] = title
+        if len(content) > recallsets.limits.max_note_chars:
+            return answer(
+                f"error: recallset_add: content: at most {recallsets.limits.max_note_chars} "
+                f"characters, got {len(content)}; save a shorter note",
+                is_error=True,
+            )
         if memo is None:
             memo, _ = recallsets.open(caller())
         result = on_memo("recallset_add", memo, args)

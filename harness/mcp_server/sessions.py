@@ -35,10 +35,13 @@ class MemoExpired(HarnessError):
 
 @dataclass(frozen=True)
 class MemoLimits:
-    """Per-caller memo limits: open memos, notes per memo, idle seconds, remembered ends."""
+    """Per-caller memo limits: open memos, notes per memo, characters per note, idle
+    seconds, remembered ends. A caller holds at most ``max_memos_per_caller * max_items *
+    max_note_chars`` characters (6.4 M by default)."""
 
     max_memos_per_caller: int = 16
     max_items: int = 50
+    max_note_chars: int = 8000
     idle_s: float = 3600.0
     max_ended_per_caller: int = 256
 
