@@ -23,6 +23,7 @@ import json
 import os
 import random
 import re
+import resource
 import signal
 import socket
 import statistics
@@ -379,15 +380,34 @@ def run_phase(
         tally = Tally(started=time.monotonic())
         deadline = tally.started + seconds
         cpu0 = proc_sample(server.pid)["cpu_s"]
+        client0, busy0 = _self_cpu_s(), _machine_busy()
         engine = sa.create_engine(store.url, poolclass=sa.pool.NullPool)
         asyncio.run(_drive(args, base, users, tokens, server.pid, engine, deadline, tally))
         wall = time.monotonic() - tally.started
         cpu1 = proc_sample(server.pid)["cpu_s"]
+        client_cpu, busy = _self_cpu_s() - client0, _machine_busy()
         engine.dispose()
     finally:
         exit_s = stop_server(server)
     stored = sum(1 for i in tally.ingests_acknowledged if store.get(i) is not None)
-    return _report(label, tally, wall, (cpu1 - cpu0) / wall, exit_s, stored)
+    report = _report(label, tally, wall, (cpu1 - cpu0) / wall, exit_s, stored)
+    report["server_cpu_ms_per_call"] = round((cpu1 - cpu0) * 1000 / max(report["calls"], 1), 1)
+    report["load_generator_cpu_s_per_s"] = round(client_cpu / wall, 3)
+    report["machine_busy_fraction"] = round((busy[0] - busy0[0]) / max(busy[1] - busy0[1], 1), 3)
+    report["load_average_1min_at_end"] = os.getloadavg()[0]
+    return report
+
+
+def _self_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _machine_busy() -> tuple[int, int]:
+    """(busy, total) jiffies of all cores since boot, from /proc/stat."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]
+    return sum(ticks) - idle, sum(ticks)
 
 
 async def _warm(base: str, token: str) -> None:
