@@ -109,6 +109,10 @@ def test_cap_per_caller_drops_least_recently_used() -> None:
     assert memos.get(first, ALICE) is not None and memos.get(third, ALICE) is not None
     assert memos.get(bobs, BOB) is not None  # one caller's cap never closes another's memos
     assert memos.open_count() == 3
+    memos.discard(third, ALICE)
+    memos.discard(third, ALICE)  # idempotent
+    with pytest.raises(MemoNotFound):
+        memos.get(third, ALICE)
 
 
 # --- over MCP -------------------------------------------------------------------------------
@@ -222,6 +226,18 @@ def test_expired_memo_is_a_tool_error(store: MemoryStore, tenant: str) -> None:
 
     text, error = anyio.run(go)
     assert error and "expired" in text and "recallset_open" in text
+
+
+def test_a_failed_first_add_leaves_no_memo(store: MemoryStore, tenant: str) -> None:
+    server = build_server(store, identity=Identity(tenant, "alice"))
+
+    async def go() -> tuple[str, bool]:
+        async with Client(server) as client:
+            return await tool(client, "recallset_add", {"content": "   "})
+
+    text, error = anyio.run(go)
+    assert error and text == "error: recallset_add: content: must be non-empty text"
+    assert server.recallsets.open_count() == 0  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -218,10 +218,13 @@ def build_server(
                 f"characters, got {len(content)}; save a shorter note",
                 is_error=True,
             )
+        opened = memo is None
         if memo is None:
             memo, _ = recallsets.open(caller())
         result = on_memo("recallset_add", memo, args)
         if result.is_error:
+            if opened:  # nothing was saved: do not leave an empty memo behind
+                recallsets.discard(memo, caller())
             return result
         body = json.loads(text_of(result))
         return answer(json.dumps({"memo": memo, **body}))

@@ -124,6 +124,14 @@ class RecallSets:
             "recallset_add returned, or open a new memo"
         )
 
+    def discard(self, handle: str, caller: Identity) -> None:
+        """Forget ``caller``'s memo ``handle`` without a trace (an open that did not take).
+        Idempotent."""
+        with self._lock:
+            entry = self._callers.get(caller)
+            if entry is not None and (memo := entry.memos.pop(handle, None)) is not None:
+                memo.recallset.clear()
+
     def _expire(self, entry: _Caller, now: float) -> None:
         # memos are kept in least-recently-used order, so stale ones sit at the front
         while entry.memos:
