@@ -35,7 +35,8 @@ class StoreStatus:
 
 
 def collect_status(store: MemoryStore) -> StoreStatus:
-    """Read-only; one transaction."""
+    """Read-only: one transaction for the counts, then one recall per tenant (the
+    platform-constraint probe)."""
     with store.transaction("status") as conn:
         revision = current_revision(conn)
         counts: dict[str, dict[str, int]] = {}
