@@ -222,6 +222,8 @@ def _memo_answer(
     if name == "recallset_add":
         body = json.loads(text)
         notes[body["id"]] = args["content"]
+        for gone in body.get("evicted", []):  # the memo's cap pushed these out
+            notes.pop(gone, None)
         return str(body.get("memo")) if body.get("memo") else memo
     if name == "recallset_read":
         if not text.startswith(f"client {n} "):
