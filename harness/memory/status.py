@@ -80,5 +80,7 @@ def _platform_constraints_over_budget(store: MemoryStore, tenant: str) -> int:
     result = store.recall(RecallRequest(tenant=tenant, user_id=PROBE_USER))
     if result.complete:
         return 0
-    left_out = (store.get(o.memory_id) for o in result.omitted if o.reason != "conflict")
+    left_out = (
+        store.get(o.memory_id, tenant=tenant) for o in result.omitted if o.reason != "conflict"
+    )
     return sum(1 for m in left_out if m and m.scope is Scope.PLATFORM and m.kind is Kind.CONSTRAINT)
