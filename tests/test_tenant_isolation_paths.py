@@ -114,7 +114,9 @@ def test_keyless_dedup_is_per_tenant(
     assert a.id != b.id
     assert (a.tenant, b.tenant) == (tenant, other_tenant)
     # a second write in each tenant is its own duplicate, not the other tenant's row
-    assert store.write(cand(other_tenant, scope, scope_id, "Deploys go out on Thursdays")).id == b.id
+    assert (
+        store.write(cand(other_tenant, scope, scope_id, "Deploys go out on Thursdays")).id == b.id
+    )
     assert store.write(cand(tenant, scope, scope_id, "Deploys go out on Thursdays")).id == a.id
 
 
