@@ -142,10 +142,16 @@ def test_priority_outranks_proximity_and_relevance_outranks_recency() -> None:
 
 def test_relevance_equal_up_to_float_noise_falls_through_to_recency() -> None:
     """Fused scores computed in a different order differ in the last bits; they must not
-    decide the order over recency (assembly rounds relevance to 9 digits)."""
-    older = Candidate(memory(1, Scope.USER, Kind.FACT, 0, 0), 0.5 + 1e-12)
+    decide the order over recency (assembly rounds relevance to 9 digits, so 3e-10 is noise
+    and 2e-9 is not)."""
+    older = Candidate(memory(1, Scope.USER, Kind.FACT, 0, 0), 0.5 + 3e-10)
     newer = Candidate(memory(2, Scope.USER, Kind.FACT, 0, 1), 0.5)
     assert [i.memory.id for i in assemble([older, newer], **ROOMY).items] == [
         newer.memory.id,
         older.memory.id,
+    ]
+    better = Candidate(memory(1, Scope.USER, Kind.FACT, 0, 0), 0.5 + 2e-9)
+    assert [i.memory.id for i in assemble([better, newer], **ROOMY).items] == [
+        better.memory.id,
+        newer.memory.id,
     ]
