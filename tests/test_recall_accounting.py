@@ -10,7 +10,13 @@ from datetime import UTC, datetime
 import pytest
 
 from harness.errors import IncompleteRecall
-from harness.memory.recall import Candidate, assemble, precedence_winner, render_item
+from harness.memory.recall import (
+    Candidate,
+    TraceEntry,
+    assemble,
+    precedence_winner,
+    render_item,
+)
 from harness.memory.types import Kind, Memory, Scope, Source, Status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -58,6 +64,17 @@ def test_conflict_omission_records_the_losers_rendered_size() -> None:
         winner.id,
     )
     assert omission.chars == len(render_item(loser)) > 0
+    assert r.trace[0] == TraceEntry(
+        loser.id, "dropped", "precedence", f"key 'tone': user preference loses to {winner.id}"
+    )
+
+
+@pytest.mark.parametrize("max_items", [0, 1, 2, 5])
+def test_max_items_places_exactly_that_many_when_all_fit(max_items: int) -> None:
+    cands = [Candidate(memory(n, Scope.USER, Kind.FACT, f"fact {n}")) for n in range(1, 5)]
+    r = assemble(cands, budget_chars=10_000, max_items=max_items, max_item_chars=1000)
+    assert len(r.items) == min(max_items, len(cands))
+    assert [o.reason for o in r.omitted] == ["max_items"] * (len(cands) - len(r.items))
 
 
 def test_incomplete_recall_names_exactly_the_constraints_left_out(
