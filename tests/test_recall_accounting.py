@@ -95,3 +95,22 @@ def test_incomplete_recall_names_exactly_the_constraints_left_out(
     with pytest.raises(IncompleteRecall) as err:
         assemble(cands, strict=True, **limits)
     assert str(err.value) == f"constraints could not be placed: {[too_long.id]}"
+
+
+def test_max_item_chars_is_inclusive_and_longer_items_are_left_out_whole() -> None:
+    fits = memory(1, Scope.USER, Kind.FACT, "exactly at the limit")
+    limit = len(render_item(fits))
+    longer = memory(2, Scope.USER, Kind.FACT, "exactly at the limit!")
+    r = assemble(
+        [Candidate(fits), Candidate(longer)],
+        budget_chars=10_000,
+        max_items=10,
+        max_item_chars=limit,
+    )
+    assert [i.memory.id for i in r.items] == [fits.id]
+    [omission] = r.omitted
+    assert (omission.memory_id, omission.reason, omission.chars) == (
+        longer.id,
+        "item_too_long",
+        limit + 1,
+    )
