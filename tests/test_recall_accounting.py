@@ -114,3 +114,21 @@ def test_max_item_chars_is_inclusive_and_longer_items_are_left_out_whole() -> No
         "item_too_long",
         limit + 1,
     )
+
+
+def test_budget_counts_the_separator_between_items() -> None:
+    first = memory(1, Scope.SESSION, Kind.FACT, "first")
+    second = memory(2, Scope.USER, Kind.FACT, "second")
+    both = len(render_item(first)) + len(render_item(second))
+    tight = assemble(
+        [Candidate(first), Candidate(second)], budget_chars=both, max_items=10, max_item_chars=1000
+    )
+    assert [i.memory.id for i in tight.items] == [first.id]
+    assert [(o.memory_id, o.reason) for o in tight.omitted] == [(second.id, "budget")]
+    roomy = assemble(
+        [Candidate(first), Candidate(second)],
+        budget_chars=both + 1,
+        max_items=10,
+        max_item_chars=1000,
+    )
+    assert len(roomy.text) == both + 1 and len(roomy.items) == 2
