@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from harness._version import __version__
 from harness.errors import HarnessError, InvalidInput
 from harness.lifecycle import exit_on_signals
 from harness.memory.embedded import release_embedded
@@ -102,10 +103,22 @@ def _display_url(url: str) -> str:
     return unquote(url)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"harness-memory {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="log progress (INFO) to stderr")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="print the version and exit"
+        ),
     ] = False,
 ) -> None:
     logging.basicConfig(

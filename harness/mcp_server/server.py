@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from starlette.requests import Request
 from starlette.responses import Response
 
+from harness._version import __version__
 from harness.mcp_server.identity import Identity, TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.sessions import RecallSets
@@ -85,6 +86,7 @@ def build_server(
         )
     server: MCPServer = MCPServer(
         "harness-memory",
+        version=__version__,
         instructions="Long-term memory for this user and project. Use recall_memories before "
         "answering questions about earlier work; use the recallset_* tools as a scratchpad "
         "for this session only (it is never stored).",
