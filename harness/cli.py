@@ -391,7 +391,8 @@ def mcp(
                 )
                 build_server(store, identity=identity).run("stdio")
                 return
-            _serve_http(store, config, sock, public_url)  # type: ignore[arg-type]
+            assert sock is not None  # bound above whenever there is an HTTP config
+            _serve_http(store, config, sock, public_url)
     finally:
         if sock is not None:
             sock.close()
