@@ -145,6 +145,7 @@ def wait_for_status(url: str, status: int, timeout: float) -> httpx.Response:
 # --- 1, 2, 4: a real server over loopback -----------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_health_and_readiness_follow_the_database_and_settings_come_from_the_env(
     relayed_db: tuple[Relay, str], tmp_path: Path
 ) -> None:
@@ -248,6 +249,7 @@ def test_schema_behind_head_is_not_ready_with_the_reason(server_url: str) -> Non
     assert verdict.as_json()["status"] == "not ready"
 
 
+@pytest.mark.subprocess
 def test_unreachable_database_is_not_ready_without_leaking_the_url() -> None:
     store = MemoryStore.connect(UNREACHABLE_URL, embedder=None, migrate=False, check_model=False)
     try:
@@ -374,6 +376,7 @@ def taken_port() -> Iterator[int]:
         sock.close()
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("case", ["port taken", "unreadable key file", "short key file"])
 def test_bad_serving_input_is_one_line_and_exit_code_2(
     case: str, taken_port: int, tmp_path: Path
