@@ -82,7 +82,9 @@ def rows_of(q: Query, mode: Mode) -> list[Scored]:
     return q.rows if mode == "hybrid" else q.lexical_rows
 
 
-def design(queries: Sequence[Query], mode: Mode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def design(
+    queries: Sequence[Query], mode: Mode, *, negative_weight: float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Feature matrix, labels and weights over each query's best ``CANDIDATES`` candidates."""
     names = feature_names(mode)
     per_set: dict[str, int] = {}
@@ -102,7 +104,8 @@ def design(queries: Sequence[Query], mode: Mode) -> tuple[np.ndarray, np.ndarray
         ]
         if not kept:
             continue
-        weight = NEGATIVE_WEIGHT[mode] if q.kind == "negative" else 1.0
+        upweight = NEGATIVE_WEIGHT[mode] if negative_weight is None else negative_weight
+        weight = upweight if q.kind == "negative" else 1.0
         for r in kept:
             f = features(r.scored.signals(), stats, mode)
             xs.append([f.get(n, 0.0) for n in names])
@@ -137,6 +140,26 @@ def fit(
     res = minimize(loss, np.zeros(n + 1), jac=True, method="L-BFGS-B", bounds=bounds)
     theta = res.x
     return float(theta[0]), {name: float(theta[i + 1]) for i, name in enumerate(names)}
+
+
+def platt(z: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """Platt scaling: ``a, b`` with ``sigmoid(a * z + b)`` calibrated on (z, y); ``a > 0``."""
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        p = 1.0 / (1.0 + np.exp(-(theta[0] * z + theta[1])))
+        eps = 1e-12
+        nll = -np.sum(w * (y * np.log(p + eps) + (1 - y) * np.log(1 - p + eps))) / len(y)
+        g = w * (p - y) / len(y)
+        return float(nll), np.asarray([float(g @ z), float(g.sum())])
+
+    res = minimize(
+        loss,
+        np.asarray([1.0, 0.0]),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(1e-3, None), (None, None)],
+    )
+    return float(res.x[0]), float(res.x[1])
 
 
 _RANKED: dict[tuple[int, str, int], list[Ranked]] = {}
@@ -328,7 +351,15 @@ def run(signals: str, report_only: bool) -> dict[str, Any]:
         for mode in ("hybrid", "lexical"):
             x, y, w = design(dev, mode)  # type: ignore[arg-type]
             intercept, weights = fit(x, y, w, feature_names(mode))  # type: ignore[arg-type]
-            fitted[mode] = JudgeParams(intercept, weights, 0.5)
+            # Negatives were weighed up to shape the decision; recalibrate the scale on the
+            # natural mix so the probability means what it says (a > 0 keeps the order).
+            xn, yn, wn = design(dev, mode, negative_weight=1.0)  # type: ignore[arg-type]
+            names = feature_names(mode)  # type: ignore[arg-type]
+            z = intercept + xn @ np.asarray([weights[n] for n in names])
+            a, b = platt(z, yn, wn)
+            fitted[mode] = JudgeParams(
+                a * intercept + b, {n: a * v for n, v in weights.items()}, 0.5
+            )
         model = JudgeModel(fitted["hybrid"], fitted["lexical"])
         thresholds = {}
         for mode in ("hybrid", "lexical"):

@@ -9,6 +9,7 @@ go to ``tmp_path``, and also to ``$HARNESS_CONSOLE_SCREENSHOTS`` when set (that 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import socket
@@ -22,7 +23,12 @@ from pathlib import Path
 import pytest
 import uvicorn
 from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
 from selenium.webdriver import Chrome
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
@@ -133,9 +139,21 @@ def _press(driver: Chrome, keys: str) -> None:
     ActionChains(driver).send_keys(keys).perform()
 
 
-def _flash(driver: Chrome) -> str:
-    wait = WebDriverWait(driver, 10)
-    return str(wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".flash"))).text)
+def _flash(driver: Chrome, expected: str) -> str:
+    """The flash message once it reads ``expected`` (or the last one seen after 10 s): the
+    previous page's flash may still be there, or go stale, while the next page loads."""
+    seen = [""]
+
+    def reads_expected(d: Chrome) -> bool:
+        seen[0] = d.find_element(By.CSS_SELECTOR, ".flash").text
+        return seen[0] == expected
+
+    wait = WebDriverWait(
+        driver, 10, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    )
+    with contextlib.suppress(TimeoutException):
+        wait.until(reads_expected)
+    return seen[0]
 
 
 def test_admin_reviews_inspects_and_recalls_in_a_real_browser(
@@ -177,7 +195,7 @@ def test_admin_reviews_inspects_and_recalls_in_a_real_browser(
 
     # a: approve the focused item, keyboard only.
     _press(browser, "a")
-    assert _flash(browser) == "approved 1 memory"
+    assert _flash(browser, "approved 1 memory") == "approved 1 memory"
     approved = store.get(seeded.pending_keyed.id, tenant=tenant)
     assert approved is not None and approved.status is Status.ACTIVE
     assert approved.approval is not None and approved.approval.by == "Ada Admin"
@@ -185,7 +203,7 @@ def test_admin_reviews_inspects_and_recalls_in_a_real_browser(
     # r: type a reason, Enter rejects.
     _press(browser, "r")
     _press(browser, "too narrow for a platform rule" + Keys.ENTER)
-    assert _flash(browser) == "rejected 1 memory"
+    assert _flash(browser, "rejected 1 memory") == "rejected 1 memory"
     rejected = store.get(seeded.pending_plain.id, tenant=tenant)
     assert rejected is not None and rejected.status is Status.REJECTED
     assert rejected.approval is not None and rejected.approval.reason == (
