@@ -23,6 +23,21 @@ def _run(connection: Connection) -> None:
         connection.execute(text("SELECT set_config('harness.all_tenants', 'on', true)"))
         context.configure(connection=connection, target_metadata=metadata, compare_type=True)
         context.run_migrations()
+        app_role = config.attributes.get("app_role")
+        if app_role:
+            _grant_app_role(connection, app_role)
+
+
+def _grant_app_role(connection: Connection, role: str) -> None:
+    """HARNESS_APP_ROLE: the operator's application login gets what the store needs on every
+    table, including those a later migration adds (run after each upgrade; idempotent)."""
+    quoted = connection.dialect.identifier_preparer.quote(role)
+    for statement in (
+        f"GRANT USAGE ON SCHEMA public TO {quoted}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {quoted}",
+        f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {quoted}",
+    ):
+        connection.execute(text(statement))
 
 
 def run_migrations_online() -> None:
