@@ -270,3 +270,43 @@ def test_read_only_commands_never_migrate(server: TcpServer) -> None:
     init = runner.invoke(cli_app, ["init", "--url", url], env={"HARNESS_MIGRATE": "never"})
     assert init.exit_code == 0, init.output
     assert runner.invoke(cli_app, ["status", "--url", url]).exit_code == 0
+
+
+def test_mcp_stdio_start_up_error_stays_off_the_protocol_channel(server: TcpServer) -> None:
+    import json
+    import subprocess
+    import sys
+
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    wrong = server.url(OWNER, "wrong-secret")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "mcp",
+            "--tenant",
+            "t",
+            "--user",
+            "u",
+            "--url",
+            wrong,
+        ],
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""  # the JSON-RPC channel: nothing a client would fail to parse
+    assert "error:" in proc.stderr and "password authentication failed" in proc.stderr
+    assert "wrong-secret" not in proc.stderr
