@@ -310,3 +310,41 @@ def test_mcp_stdio_start_up_error_stays_off_the_protocol_channel(server: TcpServ
     assert proc.stdout == ""  # the JSON-RPC channel: nothing a client would fail to parse
     assert "error:" in proc.stderr and "password authentication failed" in proc.stderr
     assert "wrong-secret" not in proc.stderr
+
+
+def test_failed_keyed_ingest_surfaces_the_real_error_and_holds_no_lock(
+    server: TcpServer,
+) -> None:
+    db = _database(server)
+    _connect(server.url(OWNER, OWNER_PW, db), app_role=APP).close()
+    server.admin(f"REVOKE INSERT ON memories FROM {APP}", database=db)
+    candidate = {
+        "tenant": "t1",
+        "scope": "user",
+        "scope_id": "u",
+        "kind": "fact",
+        "content": "kept?",
+    }
+
+    def attempt(write):  # type: ignore[no-untyped-def]
+        return 201, {"n": len(write([candidate]))}, False
+
+    store = _connect(server.url(APP, APP_PW, db), migrate="never", lock_timeout_ms=500)
+    try:
+        for _ in range(2):  # the second would hit lock_timeout if the first left its lock
+            with pytest.raises(StoreMisconfigured) as err:
+                store.idempotent("t1", "key-1", "sha", attempt)
+            assert "permission denied for table memories" in str(err.value)
+            assert "current transaction is aborted" not in str(err.value)
+        engine = sa.create_engine(server.admin_url.replace("/postgres", f"/{db}"))
+        try:
+            with engine.connect() as conn:
+                held = conn.execute(
+                    sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+                ).scalar()
+                recorded = conn.execute(sa.text("SELECT count(*) FROM ingest_requests")).scalar()
+        finally:
+            engine.dispose()
+        assert (held, recorded) == (0, 0)  # no lock left on the pooled connection, no record
+    finally:
+        store.close()
