@@ -92,6 +92,7 @@ def test_known_failures_are_misconfigurations_with_one_fix(
         ("57014", "canceling statement due to statement timeout"),
         ("55P03", "canceling statement due to lock timeout"),
         ("42P01", 'relation "memories" does not exist'),
+        ("42501", 'new row violates row-level security policy for table "memories"'),
     ],
 )
 def test_outages_are_not_misconfigurations(sqlstate: str | None, message: str) -> None:

@@ -151,8 +151,8 @@ _KNOWN: tuple[tuple[str | None, str, str], ...] = (
     (None, "failed to resolve host", "check the host name in " + URL_SETTING),
 )
 #: SQLSTATE classes of configuration errors: 28 (authorization), 3D (no such database),
-#: 42501 (privilege), 58P01/0A000 with a known message above.
-_MISCONFIGURED_STATES = ("28", "3D", "42501")
+#: privilege errors (42501) only with a known message above (an RLS violation is a bug).
+_MISCONFIGURED_STATES = ("28", "3D")
 
 
 def diagnose(sqlstate: str | None, message: str) -> Diagnosis:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
+import harness
 from harness.errors import StoreMisconfigured
 from harness.identifiers import check_identifier
-from migrations import MIGRATIONS_DIR
 
 __all__ = [
+    "MIGRATIONS_DIR",
     "alembic_config",
     "check_schema_current",
     "current_revision",
@@ -20,6 +23,18 @@ __all__ = [
     "head_revision",
     "upgrade_to_head",
 ]
+
+
+def _migrations_dir() -> Path:
+    """``harness/_migrations`` in an installed wheel; the repository's ``migrations/`` in a
+    checkout (editable install)."""
+    package = Path(harness.__file__).resolve().parent
+    shipped = package / "_migrations"
+    return shipped if (shipped / "env.py").is_file() else package.parent / "migrations"
+
+
+#: The Alembic environment (env.py, script.py.mako, versions/).
+MIGRATIONS_DIR = _migrations_dir()
 
 
 def alembic_config(
