@@ -349,3 +349,34 @@ def test_failed_keyed_ingest_surfaces_the_real_error_and_holds_no_lock(
         assert (held, recorded) == (0, 0)  # no lock left on the pooled connection, no record
     finally:
         store.close()
+
+
+def test_every_migration_grants_the_app_role_on_tables_it_did_not_name(
+    server: TcpServer,
+) -> None:
+    """A table 0003 never named (as one a later version adds) is granted to ``harness_app``."""
+    db = _database(server)
+    server.admin(
+        "DO $$ BEGIN CREATE ROLE harness_app NOLOGIN; EXCEPTION WHEN duplicate_object THEN "
+        "NULL; END $$",
+        f"GRANT harness_app TO {APP}",
+    )
+    try:
+        owner_url = server.url(OWNER, OWNER_PW, db)
+        engine = sa.create_engine(owner_url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text("CREATE TABLE later_table (id int)"))
+        finally:
+            engine.dispose()
+        _connect(owner_url).close()
+        engine = sa.create_engine(server.url(APP, APP_PW, db))
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text("SET ROLE harness_app"))
+                conn.execute(sa.text("INSERT INTO later_table VALUES (1)"))
+                assert conn.execute(sa.text("SELECT count(*) FROM later_table")).scalar() == 1
+        finally:
+            engine.dispose()
+    finally:
+        server.admin(f"REVOKE harness_app FROM {APP}")
