@@ -10,9 +10,11 @@ from sqlalchemy import exc as sa_exc
 
 from harness.errors import IncompleteRecall, StoreError
 from harness.memory import sql
+from harness.memory.query_cache import QueryVectorCache
 from harness.memory.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
 from harness.memory.rows import memory_from_row
+from harness.memory.throttle import OncePerInterval
 from harness.memory.types import RecallRequest, Scope
 
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ class Retriever:
         self.strategy: Strategy = strategy
         self.large_pool = large_pool
         self.ef_search = ef_search
+        self.incomplete_warnings = OncePerInterval(300.0)
+        self.query_vectors = QueryVectorCache(1024)
 
     def recall(self, request: RecallRequest | Mapping[str, Any]) -> RecallResult:
         req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
@@ -81,8 +85,13 @@ class Retriever:
         embedder = self.store.embedder
         if embedder is None or not query.strip():
             return None
+        cached = self.query_vectors.get(embedder.model_name, query)
+        if cached is not None:
+            return cached
         try:
-            return embedder.embed([query])[0]
+            vector = embedder.embed([query])[0]
+            self.query_vectors.put(embedder.model_name, query, vector)
+            return vector
         except Exception as exc:  # fall back to full-text for this query only
             log.warning("query embedding failed, using full-text only: %s", exc)
             return None
@@ -240,7 +249,7 @@ class Retriever:
             else:
                 why = f"beyond top-{self.ranking.top_n}"
             trace.append(TraceEntry(item.scored.id, "dropped", "judge", f"{why}: {_signals(item)}"))
-        return assemble(
+        result = assemble(
             candidates,
             budget_chars=req.budget_chars,
             max_items=req.max_items,
@@ -248,6 +257,23 @@ class Retriever:
             strict=req.strict,
             trace=trace,
         )
+        if not result.complete:
+            self._warn_incomplete(req)
+        return result
+
+    def _warn_incomplete(self, req: RecallRequest) -> None:
+        times = self.incomplete_warnings.hit((req.tenant, req.user_id))
+        if times is not None:
+            log.warning(
+                "recall incomplete for %s/%s: constraints do not fit a %d-character budget "
+                "(%d recall(s) since the last warning; warned once per %.0f s per caller; "
+                "`harness-memory status` counts them)",
+                req.tenant,
+                req.user_id,
+                req.budget_chars,
+                times,
+                self.incomplete_warnings.interval_s,
+            )
 
 
 def _signals(r: Ranked) -> str:

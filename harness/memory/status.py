@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.memory import sql
 from harness.memory.db import redact_url
 from harness.memory.migrate import current_revision
+from harness.memory.types import Kind, RecallRequest, Scope
 from harness.memory.vectors import stored_model
 
 if TYPE_CHECKING:
@@ -32,10 +33,12 @@ class StoreStatus:
     lexical_reason: str | None = None
     embed_source: str | None = None
     embed_model_path: str | None = None
+    constraints_over_budget: dict[str, int] = field(default_factory=dict)
 
 
 def collect_status(store: MemoryStore) -> StoreStatus:
-    """Read-only; one transaction."""
+    """Read-only: one transaction for the counts, then one recall per tenant (the
+    platform-constraint probe)."""
     with store.maintenance("status") as conn:
         revision = current_revision(conn)
         counts: dict[str, dict[str, int]] = {}
@@ -59,4 +62,25 @@ def collect_status(store: MemoryStore) -> StoreStatus:
         lexical_reason=store.lexical_reason,
         embed_source=choice.source if choice else None,
         embed_model_path=str(choice.model_path) if choice and choice.model_path else None,
+        constraints_over_budget={
+            t: n for t in counts if (n := _platform_constraints_over_budget(store, t))
+        },
     )
+
+
+#: A user id no caller has (ids are validated elsewhere); its recall sees platform items only.
+PROBE_USER = "harness-status-probe"
+
+
+def _platform_constraints_over_budget(store: MemoryStore, tenant: str) -> int:
+    """How many platform constraints a default-sized recall cannot place (each recall of
+    that tenant is then incomplete; the warning itself is logged once per caller and
+    interval)."""
+    store.retriever.incomplete_warnings.mute((tenant, PROBE_USER))
+    result = store.recall(RecallRequest(tenant=tenant, user_id=PROBE_USER))
+    if result.complete:
+        return 0
+    left_out = (
+        store.get(o.memory_id, tenant=tenant) for o in result.omitted if o.reason != "conflict"
+    )
+    return sum(1 for m in left_out if m and m.scope is Scope.PLATFORM and m.kind is Kind.CONSTRAINT)
