@@ -380,3 +380,17 @@ def test_every_migration_grants_the_app_role_on_tables_it_did_not_name(
             engine.dispose()
     finally:
         server.admin(f"REVOKE harness_app FROM {APP}")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["host=db dbname=harness user=app password=s3cret", "postgresql+asyncpg://app:s3cret@db/h"],
+)
+def test_cli_refuses_an_unusable_url_in_one_line(url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = CliRunner().invoke(
+        cli_app, ["status"], env={"HARNESS_DATABASE_URL": url, "HARNESS_HOME": str(tmp_path)}
+    )
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: HARNESS_DATABASE_URL:"), lines
+    assert "Traceback" not in result.output and "s3cret" not in result.output

@@ -213,9 +213,6 @@ def _describe(exc: sa_exc.DBAPIError) -> tuple[str | None, str]:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    # libpq puts the reason on the last line ("connection to server ... failed: FATAL: ...").
-    return " ".join(lines[0].split()) if len(lines) == 1 else " ".join(" ".join(lines).split())
+    """The driver's message on one line (libpq splits "connection ... failed: FATAL: ...")."""
+    text = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    return text or type(exc).__name__
