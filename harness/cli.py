@@ -68,11 +68,16 @@ def _open_store(
     check_model: bool = True,
     settings: Settings | None = None,
     migrate: bool | None = None,
+    read_only: bool = False,
 ) -> Iterator[MemoryStore]:
     """A store for one command. SIGTERM/SIGINT unwind through here: the store is closed and
     this process's handle on the embedded server released (the server stops if unused).
-    ``migrate``: None follows HARNESS_MIGRATE; read-only commands pass False."""
+    ``migrate``: None follows HARNESS_MIGRATE. A ``read_only`` command never migrates: it
+    checks the schema revision and fails with the gap and the fix."""
     settings = settings or _settings()
+    if read_only:
+        settings = settings.model_copy(update={"migrate": "never"})
+        migrate = None
     embedded = (url or settings.database_url_value) is None
     home = settings.home
 
@@ -153,7 +158,7 @@ def init(url: UrlOption = None) -> None:
 def status(url: UrlOption = None) -> None:
     """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
     settings = _settings()
-    with _open_store(url, check_model=False, settings=settings, migrate=False) as store:
+    with _open_store(url, check_model=False, settings=settings, read_only=True) as store:
         st = store.status()
         spooled = ProductAdapter(store).spooled_by_tenant()
         mismatch = None
@@ -247,7 +252,7 @@ app.add_typer(admin, name="admin")
 def _adapter(url: str | None, *, read_only: bool = False) -> Iterator[ProductAdapter]:
     """The product adapter over a fresh store; typed errors become exit code 2. A read-only
     command never migrates."""
-    with _open_store(url, check_model=False, migrate=False if read_only else None) as store:
+    with _open_store(url, check_model=False, read_only=read_only) as store:
         try:
             yield ProductAdapter(store)
         except HarnessError as exc:

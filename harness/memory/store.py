@@ -111,9 +111,11 @@ class MemoryStore:
         """Open the store; start the embedded server when no URL is configured.
 
         Side effects: may start the embedded PostgreSQL (``HARNESS_HOME``), migrates the schema
-        to head under an advisory lock (idempotent; safe from several processes at once) unless
-        ``migrate`` is False (default: ``HARNESS_MIGRATE``, auto), and loads the embedding model
-        unless ``embedder`` is given (``None`` = lexical-only).
+        to head under an advisory lock (idempotent; safe from several processes at once), and
+        loads the embedding model unless ``embedder`` is given (``None`` = lexical-only).
+        ``migrate``: None follows ``HARNESS_MIGRATE`` (auto: migrate; never: only check the
+        revision, raising when the schema is behind); True migrates; False does neither (the
+        caller checks, e.g. a readiness probe).
 
         Raises:
             InvalidInput: the URL is not one the store can use (names HARNESS_DATABASE_URL).
@@ -149,13 +151,14 @@ class MemoryStore:
         )
         sa.event.listen(engine, "connect", assume_app_role)
         try:
-            if settings.migrate == "auto" if migrate is None else migrate:
+            mode = settings.migrate if migrate is None else ("auto" if migrate else "off")
+            if mode == "auto":
                 with translate_errors("migrate", url=full_url):
                     upgrade_to_head(engine, app_role=settings.app_role)
                 # The migrating connection may predate the application role: start afresh so
                 # every pooled connection runs as that role.
                 engine.dispose()
-            else:
+            elif mode == "never":
                 try:
                     with translate_errors("connect", url=full_url):
                         check_schema_current(engine)
