@@ -49,7 +49,8 @@ UrlOption = Annotated[
 
 
 def _fail(exc: HarnessError) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+    """One ``error:`` line on stderr (stdout may carry a protocol, e.g. MCP over stdio)."""
+    err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
     return typer.Exit(2)
 
 
@@ -62,11 +63,21 @@ def _settings(**overrides: object) -> Settings:
 
 @contextlib.contextmanager
 def _open_store(
-    url: str | None, *, check_model: bool = True, settings: Settings | None = None
+    url: str | None,
+    *,
+    check_model: bool = True,
+    settings: Settings | None = None,
+    migrate: bool | None = None,
+    read_only: bool = False,
 ) -> Iterator[MemoryStore]:
     """A store for one command. SIGTERM/SIGINT unwind through here: the store is closed and
-    this process's handle on the embedded server released (the server stops if unused)."""
+    this process's handle on the embedded server released (the server stops if unused).
+    ``migrate``: None follows HARNESS_MIGRATE. A ``read_only`` command never migrates: it
+    checks the schema revision and fails with the gap and the fix."""
     settings = settings or _settings()
+    if read_only:
+        settings = settings.model_copy(update={"migrate": "never"})
+        migrate = None
     embedded = (url or settings.database_url_value) is None
     home = settings.home
 
@@ -77,7 +88,9 @@ def _open_store(
     with exit_on_signals(last_resort=release):
         try:
             try:
-                store = MemoryStore.connect(url, settings=settings, check_model=check_model)
+                store = MemoryStore.connect(
+                    url, settings=settings, check_model=check_model, migrate=migrate
+                )
             except HarnessError as exc:
                 raise _fail(exc) from exc
             try:
@@ -132,8 +145,11 @@ def _main(
 
 @app.command()
 def init(url: UrlOption = None) -> None:
-    """Create or migrate the store (idempotent) and print where it lives."""
-    with _open_store(url) as store:
+    """Create or migrate the store (idempotent) and print where it lives.
+
+    Always migrates, whatever HARNESS_MIGRATE says: this is the command that does.
+    """
+    with _open_store(url, migrate=True) as store:
         st = store.status()
         console.print(f"store ready at {_display_url(st.url)} (schema revision {st.revision})")
 
@@ -142,7 +158,7 @@ def init(url: UrlOption = None) -> None:
 def status(url: UrlOption = None) -> None:
     """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
     settings = _settings()
-    with _open_store(url, check_model=False, settings=settings) as store:
+    with _open_store(url, check_model=False, settings=settings, read_only=True) as store:
         st = store.status()
         spooled = ProductAdapter(store).spooled_by_tenant()
         mismatch = None
@@ -233,9 +249,10 @@ app.add_typer(admin, name="admin")
 
 
 @contextlib.contextmanager
-def _adapter(url: str | None) -> Iterator[ProductAdapter]:
-    """The product adapter over a fresh store; typed errors become exit code 2."""
-    with _open_store(url, check_model=False) as store:
+def _adapter(url: str | None, *, read_only: bool = False) -> Iterator[ProductAdapter]:
+    """The product adapter over a fresh store; typed errors become exit code 2. A read-only
+    command never migrates."""
+    with _open_store(url, check_model=False, read_only=read_only) as store:
         try:
             yield ProductAdapter(store)
         except HarnessError as exc:
@@ -248,7 +265,7 @@ def admin_pending(
     url: UrlOption = None,
 ) -> None:
     """List memories waiting for approval."""
-    with _adapter(url) as adapter:
+    with _adapter(url, read_only=True) as adapter:
         items = adapter.pending_approvals(tenant)
     if not items:
         console.print(f"nothing pending for tenant {tenant}")
@@ -293,7 +310,7 @@ def admin_audit(
     url: UrlOption = None,
 ) -> None:
     """Every approval decision of a tenant: who, when, what, why."""
-    with _adapter(url) as adapter:
+    with _adapter(url, read_only=True) as adapter:
         rows = adapter.audit(tenant)
     if not rows:
         console.print(f"no decisions recorded for tenant {tenant}")

@@ -1,8 +1,8 @@
 """The one error hierarchy of harness-memory.
 
 Every error raised on purpose by the library derives from :class:`HarnessError`. Driver errors
-(psycopg, SQLAlchemy) are translated into :class:`StoreUnavailable` or :class:`StoreError` at the
-store boundary only.
+(psycopg, SQLAlchemy) are translated into :class:`StoreUnavailable` (a retry may help),
+:class:`StoreMisconfigured` (it will not) or :class:`StoreError` at the store boundary only.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ __all__ = [
     "MemoryNotFound",
     "MemoryRejected",
     "StoreError",
+    "StoreMisconfigured",
     "StoreUnavailable",
 ]
 
@@ -148,7 +149,13 @@ class StoreError(HarnessError):
 
 
 class StoreUnavailable(StoreError):
-    """The database could not be reached or timed out."""
+    """The database could not be reached or timed out; a retry may succeed."""
+
+
+class StoreMisconfigured(StoreError):
+    """The database refused the configuration (wrong password, missing database or extension,
+    SSL required, unknown host, missing privilege, schema behind). Retrying will not help; the
+    message says what to change. Any URL in it is redacted."""
 
 
 class IncompleteRecall(HarnessError):

@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = Field(
         default=None, description="PostgreSQL URL; unset = the embedded server in home"
     )
+    migrate: Literal["auto", "never"] = Field(
+        default="auto",
+        description="auto: open migrates the schema to head; never (or 0): it only checks it",
+    )
+    app_role: str | None = Field(
+        default=None, description="role granted the store's tables whenever a migration runs"
+    )
     home: Path = Field(
         default_factory=_default_home, description="data folder of the embedded server"
     )
@@ -73,6 +80,14 @@ class Settings(BaseSettings):
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("migrate", mode="before")
+    @classmethod
+    def _migrate_words(cls, value: object) -> object:
+        words = {"1": "auto", "true": "auto", "on": "auto", "0": "never", "false": "never"}
+        if isinstance(value, str):
+            return words.get(value.strip().lower(), value.strip().lower())
+        return value
 
     @property
     def mcp_tokens_path(self) -> Path:

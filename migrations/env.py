@@ -7,6 +7,7 @@ from sqlalchemy import create_engine, pool, text
 from sqlalchemy.engine import Connection
 
 from harness.memory.schema import metadata
+from harness.memory.sql import APP_ROLE
 
 # Any constant works; it only has to be the same for every process migrating this database.
 MIGRATION_LOCK_KEY = 0x6861726E657373  # "harness"
@@ -23,6 +24,26 @@ def _run(connection: Connection) -> None:
         connection.execute(text("SELECT set_config('harness.all_tenants', 'on', true)"))
         context.configure(connection=connection, target_metadata=metadata, compare_type=True)
         context.run_migrations()
+        # The store's own role (when it exists) and HARNESS_APP_ROLE get what the store needs
+        # on every table, including those a later migration adds (after each upgrade).
+        has_app_role = connection.execute(
+            text("SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = :r)"), {"r": APP_ROLE}
+        ).scalar()
+        roles = [APP_ROLE] if has_app_role else []
+        roles += [r for r in [config.attributes.get("app_role")] if r and r != APP_ROLE]
+        for role in roles:
+            _grant_app_role(connection, role)
+
+
+def _grant_app_role(connection: Connection, role: str) -> None:
+    """DML on every table and sequence of the schema, to ``role`` (idempotent)."""
+    quoted = connection.dialect.identifier_preparer.quote(role)
+    for statement in (
+        f"GRANT USAGE ON SCHEMA public TO {quoted}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {quoted}",
+        f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {quoted}",
+    ):
+        connection.execute(text(statement))
 
 
 def run_migrations_online() -> None:

@@ -229,6 +229,11 @@ def test_status_without_model_says_lexical_once_then_the_home_remembers_its_mode
         XDG_RUNTIME_DIR=str(runtime),
     )
     code, out = run_cli(["status"], no_model)
+    # status is read-only (issue 19): a fresh home has no schema until `init`
+    assert code == 2 and "harness-memory init" in out, out
+    code, out = run_cli(["init"], no_model)
+    assert code == 0, out
+    code, out = run_cli(["status"], no_model)
     assert code == 0, out
     assert out.count("no embedding model") == 1, out
     assert "HARNESS_EMBED_MODEL_PATH=<folder>" in out and "hf download" in out

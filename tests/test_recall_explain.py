@@ -24,7 +24,7 @@ def test_degraded_result_says_why_and_is_incomplete() -> None:
     ]
     assert r.explain() == (
         "dropped store      -  memory unavailable: connection refused\n"
-        "INCOMPLETE: a constraint could not be placed in the context"
+        "MEMORY UNAVAILABLE: no memory could be read; the context is empty"
     )
 
 

@@ -229,8 +229,14 @@ def test_database_outage_gives_empty_incomplete_result(caplog: pytest.LogCapture
         assert r.items == [] and r.text == "" and r.complete is False and r.degraded
         assert "recall failed" in caplog.text
         assert "unavailable" in r.explain()
-        with pytest.raises(StoreUnavailable):
+        # nothing was read: not the same as a constraint that could not be placed
+        assert "MEMORY UNAVAILABLE" in r.explain()
+        assert "could not be placed" not in r.explain()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), pytest.raises(StoreUnavailable):
             down.recall(RecallRequest(tenant="acme", user_id="alice", query="x", strict=True))
+        assert "strict recall raises" in caplog.text
+        assert "continues without memory" not in caplog.text
     finally:
         down.close()
 

@@ -99,7 +99,10 @@ class RecallResult:
         for entry in self.trace:
             who = str(entry.memory_id) if entry.memory_id else "-"
             lines.append(f"{entry.decision:7} {entry.stage:10} {who}  {entry.detail}")
-        if not self.complete:
+        if self.degraded:
+            # Nothing could be read: unlike an incomplete context, no constraint was even seen.
+            lines.append("MEMORY UNAVAILABLE: no memory could be read; the context is empty")
+        elif not self.complete:
             lines.append("INCOMPLETE: a constraint could not be placed in the context")
         return "\n".join(lines)
 

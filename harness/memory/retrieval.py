@@ -63,7 +63,8 @@ class Retriever:
             raise
         except Exception as exc:  # the host run must go on without memory, whatever failed
             log.warning(
-                "recall failed; the run continues without memory: %s",
+                "recall failed; %s: %s",
+                "strict recall raises" if req.strict else "the run continues without memory",
                 exc,
                 exc_info=not isinstance(exc, (StoreError, sa_exc.SQLAlchemyError)),
             )

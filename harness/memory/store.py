@@ -21,6 +21,7 @@ from harness.errors import (
     InvalidInput,
     MemoryNotFound,
     MemoryRejected,
+    StoreUnavailable,
 )
 from harness.fingerprint import fingerprint
 from harness.identifiers import check_identifier, check_text
@@ -28,7 +29,7 @@ from harness.memory import sql, vectors
 from harness.memory.db import normalize_url, redact_url, translate_errors
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
-from harness.memory.migrate import upgrade_to_head
+from harness.memory.migrate import check_schema_current, upgrade_to_head
 from harness.memory.model_choice import choose_model
 from harness.memory.recall import RecallResult
 from harness.memory.retrieval import Retriever
@@ -104,7 +105,7 @@ class MemoryStore:
         embedder: Embedder | None = AUTO,
         guard: Guard | None = None,
         clock: Clock | None = None,
-        migrate: bool = True,
+        migrate: bool | None = None,
         check_model: bool = True,
     ) -> MemoryStore:
         """Open the store; start the embedded server when no URL is configured.
@@ -112,8 +113,14 @@ class MemoryStore:
         Side effects: may start the embedded PostgreSQL (``HARNESS_HOME``), migrates the schema
         to head under an advisory lock (idempotent; safe from several processes at once), and
         loads the embedding model unless ``embedder`` is given (``None`` = lexical-only).
+        ``migrate``: None follows ``HARNESS_MIGRATE`` (auto: migrate; never: only check the
+        revision, raising when the schema is behind); True migrates; False does neither (the
+        caller checks, e.g. a readiness probe).
 
         Raises:
+            InvalidInput: the URL is not one the store can use (names HARNESS_DATABASE_URL).
+            StoreMisconfigured: wrong password, missing database or privilege, SSL required,
+                unknown host, or (migrations off) a schema behind this version.
             StoreUnavailable: the database cannot be reached.
             EmbeddingModelMismatch: vectors were built by another model (see ``reembed``).
         """
@@ -125,6 +132,10 @@ class MemoryStore:
 
             raw_url = embedded_url(settings.home)
         full_url = normalize_url(raw_url)
+        # ``options`` given here replaces the URL's: keep the operator's (e.g. search_path).
+        url_options = sa.engine.make_url(full_url).query.get("options")
+        if isinstance(url_options, tuple):
+            url_options = " ".join(url_options)
         engine = sa.create_engine(
             full_url,
             pool_size=settings.pool_size,
@@ -133,18 +144,28 @@ class MemoryStore:
             pool_timeout=10,
             connect_args={
                 "connect_timeout": 5,
-                "options": f"-c statement_timeout={settings.statement_timeout_ms} "
+                "options": (f"{url_options} " if url_options else "")
+                + f"-c statement_timeout={settings.statement_timeout_ms} "
                 f"-c lock_timeout={settings.lock_timeout_ms}",
             },
         )
         sa.event.listen(engine, "connect", assume_app_role)
         try:
-            if migrate:
-                with translate_errors("migrate"):
-                    upgrade_to_head(engine)
+            mode = settings.migrate if migrate is None else ("auto" if migrate else "off")
+            if mode == "auto":
+                with translate_errors("migrate", url=full_url):
+                    upgrade_to_head(engine, app_role=settings.app_role)
                 # The migrating connection may predate the application role: start afresh so
                 # every pooled connection runs as that role.
                 engine.dispose()
+            elif mode == "never":
+                try:
+                    with translate_errors("connect", url=full_url):
+                        check_schema_current(engine)
+                except StoreUnavailable as exc:
+                    # Not migrating, nothing to wait for: the store degrades until the server
+                    # is back (pre-ping reconnects); a wrong configuration still fails here.
+                    log.warning("schema revision not checked: %s", exc)
             reason: str | None = None
             choice: EmbedderChoice | None = None
             if embedder is AUTO:

