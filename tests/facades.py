@@ -39,8 +39,10 @@ class Facade:
     def run(self, value: Any) -> Any:
         return self._runner.run(value) if inspect.isawaitable(value) else value
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
+    def __getattr__(self, name: str) -> Any:
         method = getattr(self.store, name)
+        if not callable(method):
+            return method  # a plain attribute (settings, clock, ...)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return self.run(method(*args, **kwargs))
