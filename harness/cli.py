@@ -176,6 +176,8 @@ def status(url: UrlOption = None) -> None:
             str(cleanups.get(tenant, 0)),
         )
     console.print(table)
+    for tenant, n in sorted(st.constraints_over_budget.items()):
+        console.print(f"{tenant}: {n} platform constraint(s) over a default recall budget")
 
 
 @app.command()

@@ -538,7 +538,7 @@ def test_playground_form_without_run_shows_no_result(
 def test_status_shows_counts_embedder_cleanups_and_a_chart(
     client: TestClient, csrf: str, store: MemoryStore, seeded: Seeded, tenant: str
 ) -> None:
-    with store.transaction("queue a cleanup") as conn:
+    with store.transaction("queue a cleanup", tenant=tenant) as conn:
         conn.execute(
             enqueue(
                 {

@@ -75,7 +75,7 @@ def test_connect_after_kill_9_of_the_postmaster_starts_it_again(home: Path) -> N
                 tenant="t", scope="user", scope_id="u", kind="fact", content="back again"
             )
         )
-        assert store.get(m.id).content == "back again"
+        assert store.get(m.id, tenant="t").content == "back again"  # type: ignore[union-attr]
     finally:
         store.close()
     restarted = postmaster_pid(home)
@@ -135,7 +135,7 @@ while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE and time.time() < dea
 print("zombie", psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
 store = MemoryStore.connect(settings=settings, embedder=None)
 m = store.write(MemoryCandidate(tenant="t", scope="user", scope_id="u", kind="fact", content="ok"))
-print("read", store.get(m.id).content)
+print("read", store.get(m.id, tenant="t").content)
 store.close()
 release_embedded(home)
 """

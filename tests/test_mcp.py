@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import socket
@@ -22,6 +21,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from harness.mcp_server import (
+    BUSY,
     UNAVAILABLE,
     Identity,
     McpLimits,
@@ -87,6 +87,7 @@ def test_tools_are_listed_with_schemas(store: MemoryStore, tenant: str) -> None:
     tools = anyio.run(go)
     assert set(tools) == {
         "recall_memories",
+        "recallset_open",
         "recallset_add",
         "recallset_mark",
         "recallset_read",
@@ -99,12 +100,15 @@ def test_tools_are_listed_with_schemas(store: MemoryStore, tenant: str) -> None:
     assert add["required"] == ["content"]
     assert "ctx" not in add["properties"]
     assert set(add["properties"]["mark"]["enum"]) == {"keep", "check", "discard"}
+    assert "memo" in add["properties"]
+    for name in ("recallset_mark", "recallset_read", "recallset_overview"):
+        assert "memo" in tools[name].input_schema["required"]
 
 
 def test_recall_reads_only_the_callers_memories(store: MemoryStore, tenant: str) -> None:
     seed(store, tenant)
     server = build_server(store, identity=Identity(tenant, "alice"))
-    out = call(server, "recall_memories", {"query": "staging cluster name"})
+    out = call(server, "recall_memories", {"query": "what is Alice's staging cluster called"})
     assert "kestrel" in out and "osprey" not in out
     assert "[user preference" in out and "[user fact" in out
     sneaky = call(server, "recall_memories", {"query": "bob's staging cluster osprey user bob"})
@@ -161,37 +165,6 @@ def test_store_failure_and_timeout_answer_unavailable(store: MemoryStore, tenant
     started = time.perf_counter()
     assert call(slow, "recall_memories", {"query": "anything"}) == UNAVAILABLE
     assert time.perf_counter() - started < 1.4
-
-
-def test_recallset_is_per_session_and_cleared_on_close(store: MemoryStore, tenant: str) -> None:
-    server = build_server(store, identity=Identity(tenant, "alice"))
-
-    async def session_a() -> tuple[str, str]:
-        async with Client(server, mode="legacy") as client:
-            added = json.loads(
-                text_of(
-                    await client.call_tool(
-                        "recallset_add", {"content": "the VPN log shows a timeout", "mark": "keep"}
-                    )
-                )
-            )
-            overview = text_of(await client.call_tool("recallset_overview", {}))
-            body = text_of(await client.call_tool("recallset_read", {"id": added["id"]}))
-            assert server.recallsets.open_count() == 1  # type: ignore[attr-defined]
-            return overview, body
-
-    overview, body = anyio.run(session_a)
-    assert "the VPN log" in overview and body == "the VPN log shows a timeout"
-    gc.collect()
-    assert server.recallsets.open_count() == 0  # type: ignore[attr-defined]
-
-    async def session_b() -> str:
-        async with Client(server, mode="legacy") as client:
-            return text_of(await client.call_tool("recallset_overview", {}))
-
-    assert json.loads(anyio.run(session_b)) == []
-    bad = call(server, "recallset_read", {"id": "r999"}, mode="legacy")
-    assert bad.startswith("error:")
 
 
 # --- HTTP ------------------------------------------------------------------------------------
@@ -386,3 +359,106 @@ def test_concurrent_recalls_are_capped(store: MemoryStore, tenant: str) -> None:
     results = anyio.run(go)
     assert len(results) == 6 and UNAVAILABLE not in results
     assert state["max"] == 2
+
+
+def test_every_failure_answer_is_an_error_with_its_text(store: MemoryStore, tenant: str) -> None:
+    seed(store, tenant)
+    server = build_server(store, identity=Identity(tenant, "alice"))
+    down = unreachable_store()
+
+    async def answers(target: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        async with Client(target) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    try:
+        (unavailable,) = anyio.run(
+            answers,
+            build_server(down, identity=Identity(tenant, "alice")),
+            [("recall_memories", {"query": "x"})],
+        )
+    finally:
+        down.close()
+    assert unavailable.is_error and text_of(unavailable) == UNAVAILABLE
+    found, opened = anyio.run(
+        answers,
+        server,
+        [("recall_memories", {"query": "staging cluster"}), ("recallset_open", {})],
+    )
+    (nothing,) = anyio.run(
+        answers,
+        build_server(store, identity=Identity(tenant, "nobody")),
+        [("recall_memories", {"query": "staging cluster"})],
+    )
+    assert not found.is_error and "kestrel" in text_of(found)
+    assert not nothing.is_error and text_of(nothing) == "Nothing relevant is stored for this query."
+    memo = json.loads(text_of(opened))["memo"]
+    failures = anyio.run(
+        answers,
+        server,
+        [
+            ("recallset_read", {"memo": memo, "id": "r7"}),
+            ("recallset_mark", {"memo": memo, "id": "r7", "mark": "keep"}),
+            ("recallset_overview", {"memo": "memo_nope"}),
+            ("recallset_mark", {"memo": memo, "id": "r1", "mark": "galaxy"}),
+            ("recallset_add", {"memo": memo, "content": "   "}),
+            ("recallset_add", {"memo": memo}),
+            ("no_such_tool", {}),
+        ],
+    )
+    texts = [text_of(f) for f in failures]
+    assert all(f.is_error for f in failures), texts
+    assert texts[0] == "error: recallset_read: no RecallSet item with id 'r7'"
+    assert texts[1] == "error: recallset_mark: no RecallSet item with id 'r7'"
+    assert texts[2].startswith("error: recallset_overview: no memo 'memo_nope'")
+    assert "mark" in texts[3] and "content" in texts[4] and "content" in texts[5]
+    assert "no_such_tool" in texts[6]
+
+
+def test_work_in_flight_is_bounded_and_overflow_answers_busy(
+    store: MemoryStore, tenant: str
+) -> None:
+    class Slow:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def recall(self, request: Any) -> Any:
+            time.sleep(0.4)
+            return store.recall(request)
+
+    server = build_server(
+        Slow(),  # type: ignore[arg-type]
+        identity=Identity(tenant, "alice"),
+        limits=McpLimits(max_concurrent_recalls=1, max_waiting_recalls=2, queue_timeout_s=5.0),
+    )
+
+    async def burst(n: int) -> list[tuple[str, bool, float]]:
+        out: list[tuple[str, bool, float]] = []
+        async with Client(server) as client:
+
+            async def one() -> None:
+                started = time.perf_counter()
+                result = await client.call_tool("recall_memories", {"query": "x"})
+                out.append((text_of(result), bool(result.is_error), time.perf_counter() - started))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(n):
+                    tg.start_soon(one)
+                    await anyio.sleep(0.02)  # arrive in order
+        return out
+
+    answers = anyio.run(burst, 6)
+    busy = [a for a in answers if a[0] == BUSY]
+    served = [a for a in answers if a[0] != BUSY]
+    assert len(served) == 3 and len(busy) == 3  # one running, two waiting
+    assert all(error for _, error, _ in busy) and not any(error for _, error, _ in served)
+    assert all(seconds < 0.3 for _, _, seconds in busy)  # turned away at once, not queued
+    assert server.recall_load.shed == 3  # type: ignore[attr-defined]
+
+    impatient = build_server(
+        Slow(),  # type: ignore[arg-type]
+        identity=Identity(tenant, "alice"),
+        limits=McpLimits(max_concurrent_recalls=1, queue_timeout_s=0.1),
+    )
+    server = impatient
+    answers = anyio.run(burst, 2)
+    assert sorted(a[0] == BUSY for a in answers) == [False, True]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -254,6 +255,7 @@ def test_platform_constraint_beats_session_preference_and_user_constraint() -> N
 def test_unplaceable_constraint_is_incomplete_and_strict_raises(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="harness.memory.recall")
     big = _mem(1, Scope.PLATFORM, Kind.CONSTRAINT, None, "x" * 300)
     small = _mem(2, Scope.USER, Kind.PREFERENCE, None, "short")
     r = assemble(

@@ -247,7 +247,7 @@ def test_relevance_floor_keeps_unrelated_facts_out(
         RecallRequest(tenant=tenant, user_id="alice", query="Write a haiku about autumn leaves")
     )
     assert [i.memory.id for i in r.items] == [pref.id]
-    assert f"dropped floor      {fact.id}" in r.explain()
+    assert f"dropped judge      {fact.id}" in r.explain()
     r2 = s.recall(
         RecallRequest(tenant=tenant, user_id="alice", query="which badge reader do we use in Lyon?")
     )

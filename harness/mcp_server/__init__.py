@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from harness.mcp_server.identity import Identity, TokenFile, TokenFileVerifier, hash_token
-from harness.mcp_server.server import UNAVAILABLE, McpLimits, build_server
+from harness.mcp_server.server import BUSY, UNAVAILABLE, McpLimits, build_server
+from harness.mcp_server.sessions import MemoLimits
 
 __all__ = [
+    "BUSY",
     "UNAVAILABLE",
     "Identity",
     "McpLimits",
+    "MemoLimits",
     "TokenFile",
     "TokenFileVerifier",
     "build_server",

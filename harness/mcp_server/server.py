@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -10,23 +11,25 @@ import anyio
 import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
 from starlette.requests import Request
 from starlette.responses import Response
 
 from harness.mcp_server.identity import Identity, TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
-from harness.mcp_server.sessions import RecallSets
+from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
 from harness.memory.recall import RecallResult
 from harness.memory.store import MemoryStore
 from harness.memory.types import RecallRequest
 from harness.recallset import RecallSetTools
 
-__all__ = ["UNAVAILABLE", "McpLimits", "build_server"]
+__all__ = ["BUSY", "UNAVAILABLE", "McpLimits", "RecallLoad", "answer", "build_server", "text_of"]
 
 log = logging.getLogger(__name__)
 
 UNAVAILABLE = "Memory is unavailable right now; continue without it."
+BUSY = "Memory is busy right now; continue without it, or ask again in a moment."
 NOTHING = "Nothing relevant is stored for this query."
 HEADER = "Stored memories (scope kind | origin | date):\n"
 
@@ -40,11 +43,32 @@ scope (session, workflow, user, platform), kind and date; a platform constraint 
 applies. The answer says so explicitly when nothing relevant is stored."""
 
 
+@dataclass
+class RecallLoad:
+    """What the server turned away: recalls answered "busy" without running."""
+
+    shed: int = 0
+
+
+def answer(text: str, *, is_error: bool = False) -> CallToolResult:
+    """A tool result of one text block; ``is_error`` when the text reports a failure."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+
+def text_of(result: CallToolResult) -> str:
+    """The text blocks of a tool result, joined."""
+    return "".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
 @dataclass(frozen=True)
 class McpLimits:
-    """Per-server limits: concurrent recalls, per-call timeout, output cap (whole items)."""
+    """Per-server limits: recalls running at once and waiting for a slot (more, or a wait
+    past ``queue_timeout_s``, answer "busy" at once instead of queueing without limit), the
+    per-call timeout, the output cap (whole items)."""
 
     max_concurrent_recalls: int = 4
+    max_waiting_recalls: int = 16
+    queue_timeout_s: float = 2.0
     timeout_s: float = 10.0
     output_chars: int = 4000
     max_items: int = 20
@@ -59,11 +83,13 @@ def build_server(
     public_url: str | None = None,
     ingest_key: str | None = None,
     limits: McpLimits | None = None,
+    memo_limits: MemoLimits | None = None,
 ) -> MCPServer:
     """An MCPServer over ``store``.
 
     Identity comes from ``identity`` (stdio: the launch configuration) or, over HTTP, from the
     bearer token checked by ``verifier`` (``public_url`` is then this server's base URL).
+    RecallSet memos live in this process, bound to the caller (``memo_limits``).
     Agents cannot write long-term memory here; ``ingest_key`` enables ``POST /v1/memories``
     for trusted services. No IO until a tool is called.
     """
@@ -87,12 +113,13 @@ def build_server(
         "harness-memory",
         instructions="Long-term memory for this user and project. Use recall_memories before "
         "answering questions about earlier work; use the recallset_* tools as a scratchpad "
-        "for this session only (it is never stored).",
+        "for the current task (recallset_open gives a memo handle; it is never stored).",
         token_verifier=verifier,
         auth=auth,
     )
     recall_slots = anyio.Semaphore(lim.max_concurrent_recalls)
-    recallsets = RecallSets()
+    recallsets = RecallSets(memo_limits)
+    load = RecallLoad()
 
     def caller() -> Identity:
         if identity is not None:
@@ -102,20 +129,34 @@ def build_server(
             raise PermissionError("no verified caller")
         return TokenFileVerifier.identity_of(token)
 
-    def session_recallset(ctx: Context) -> RecallSetTools:
-        who = caller()
-        headers = ctx.headers or {}
-        session_id = headers.get("mcp-session-id")
-        if session_id:
-            return RecallSetTools(recallsets.for_session_id(session_id, who))
-        request_ctx = ctx.request_context
-        # The per-request ServerSession wraps the connection object that lives as long as
-        # the client's session (stdio, handshake-era HTTP, in-process clients).
-        connection = getattr(request_ctx.session, "_connection", request_ctx.session)
-        return RecallSetTools(recallsets.for_connection(connection, who))
+    waiting = 0
+
+    async def take_slot() -> bool:
+        """A recall slot, or False when too many wait already or the wait runs too long."""
+        nonlocal waiting
+        if waiting >= lim.max_waiting_recalls and recall_slots.value == 0:
+            load.shed += 1
+            return False
+        waiting += 1
+        try:
+            with anyio.move_on_after(lim.queue_timeout_s):
+                await recall_slots.acquire()
+                return True
+        finally:
+            waiting -= 1
+        load.shed += 1
+        return False
+
+    def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
+        try:
+            recallset = recallsets.get(memo, caller())
+        except (MemoNotFound, MemoExpired) as exc:
+            return answer(f"error: {tool}: {exc}", is_error=True)
+        result = RecallSetTools(recallset).answer({"name": tool, "arguments": args})
+        return answer(result.text, is_error=result.is_error)
 
     @server.tool(name="recall_memories", description=RECALL_DESCRIPTION)
-    async def recall_memories(query: str) -> str:
+    async def recall_memories(query: str) -> CallToolResult:
         who = caller()
         request = RecallRequest(
             tenant=who.tenant,
@@ -126,59 +167,87 @@ def build_server(
             max_items=lim.max_items,
             max_item_chars=lim.max_item_chars,
         )
+        if not await take_slot():
+            return answer(BUSY, is_error=True)
         try:
             with anyio.fail_after(lim.timeout_s):
-                async with recall_slots:
-                    result: RecallResult = await anyio.to_thread.run_sync(
-                        store.recall, request, abandon_on_cancel=True
-                    )
+                result: RecallResult = await anyio.to_thread.run_sync(
+                    store.recall, request, abandon_on_cancel=True
+                )
         except TimeoutError:
             log.warning("recall timed out after %.1fs", lim.timeout_s)
-            return UNAVAILABLE
+            return answer(UNAVAILABLE, is_error=True)
         except Exception as exc:  # the agent must keep working without memory
             log.warning("recall failed: %s", exc)
-            return UNAVAILABLE
+            return answer(UNAVAILABLE, is_error=True)
+        finally:
+            recall_slots.release()
         if result.degraded:
-            return UNAVAILABLE
+            return answer(UNAVAILABLE, is_error=True)
         if not result.items:
-            return NOTHING
-        return HEADER + result.text
+            return answer(NOTHING)
+        return answer(HEADER + result.text)
+
+    @server.tool(
+        name="recallset_open",
+        description="Open a new scratchpad memo for this task (never stored long-term) and "
+        "return its handle. Pass the handle as `memo` to every other recallset_* tool. "
+        f"A memo holds up to {recallsets.limits.max_items} notes and expires after "
+        f"{recallsets.limits.idle_s / 60:.0f} minutes without use.",
+    )
+    async def recallset_open() -> CallToolResult:
+        handle, _ = recallsets.open(caller())
+        return answer(json.dumps({"memo": handle}))
 
     @server.tool(
         name="recallset_add",
-        description="Save a note for later in this session "
-        "(never stored long-term). Same text again returns the existing note.",
+        description="Save a note in a scratchpad memo (never stored long-term). Without "
+        "`memo`, opens a new memo; the answer carries its handle: pass it to later calls. "
+        "Same text again returns the existing note.",
     )
     async def recallset_add(
         content: str,
-        ctx: Context,
+        memo: str | None = None,
         mark: Literal["keep", "check", "discard"] = "check",
         priority: int = 0,
         title: str | None = None,
-    ) -> str:
+    ) -> CallToolResult:
         args: dict[str, Any] = {"content": content, "mark": mark, "priority": priority}
         if title is not None:
             args["title"] = title
-        return session_recallset(ctx).dispatch({"name": "recallset_add", "arguments": args})
+        if len(content) > recallsets.limits.max_note_chars:
+            return answer(
+                f"error: recallset_add: content: at most {recallsets.limits.max_note_chars} "
+                f"characters, got {len(content)}; save a shorter note",
+                is_error=True,
+            )
+        opened = memo is None
+        if memo is None:
+            memo, _ = recallsets.open(caller())
+        result = on_memo("recallset_add", memo, args)
+        if result.is_error:
+            if opened:  # nothing was saved: do not leave an empty memo behind
+                recallsets.discard(memo, caller())
+            return result
+        body = json.loads(text_of(result))
+        return answer(json.dumps({"memo": memo, **body}))
 
-    @server.tool(name="recallset_mark", description="Mark a note keep, check or discard.")
+    @server.tool(name="recallset_mark", description="Mark a note of a memo keep, check or discard.")
     async def recallset_mark(
-        id: str, mark: Literal["keep", "check", "discard"], ctx: Context
-    ) -> str:
-        return session_recallset(ctx).dispatch(
-            {"name": "recallset_mark", "arguments": {"id": id, "mark": mark}}
-        )
+        memo: str, id: str, mark: Literal["keep", "check", "discard"]
+    ) -> CallToolResult:
+        return on_memo("recallset_mark", memo, {"id": id, "mark": mark})
 
-    @server.tool(name="recallset_read", description="Read one note of this session in full.")
-    async def recallset_read(id: str, ctx: Context) -> str:
-        return session_recallset(ctx).dispatch({"name": "recallset_read", "arguments": {"id": id}})
+    @server.tool(name="recallset_read", description="Read one note of a memo in full.")
+    async def recallset_read(memo: str, id: str) -> CallToolResult:
+        return on_memo("recallset_read", memo, {"id": id})
 
     @server.tool(
         name="recallset_overview",
-        description="List this session's notes: ids, marks, titles (no bodies).",
+        description="List the notes of a memo: ids, marks, titles (no bodies).",
     )
-    async def recallset_overview(ctx: Context) -> str:
-        return session_recallset(ctx).dispatch({"name": "recallset_overview", "arguments": {}})
+    async def recallset_overview(memo: str) -> CallToolResult:
+        return on_memo("recallset_overview", memo, {})
 
     if ingest_key:
         handler = IngestHandler(store, ingest_key)
@@ -190,4 +259,5 @@ def build_server(
         server.custom_route("/v1/memories", methods=["POST"])(ingest)
 
     server.recallsets = recallsets  # type: ignore[attr-defined]
+    server.recall_load = load  # type: ignore[attr-defined]
     return server

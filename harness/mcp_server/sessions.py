@@ -1,75 +1,166 @@
-"""One RecallSet per MCP session and caller; gone when the session goes."""
+"""RecallSet memos for MCP clients, addressed by opaque handles and bound to the caller.
+
+The stateless MCP protocol (2026-07-28) has no session: every request stands alone, so a
+memo cannot hang off a connection. Instead ``recallset_open`` (or the first
+``recallset_add``) mints a handle and every RecallSet tool names it. A handle is
+``secrets.token_urlsafe`` (128 bits), so it cannot be guessed, and it only opens a memo for
+the caller that opened it: any other caller gets "not found", exactly as for a made-up handle.
+"""
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
-import weakref
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from harness.errors import HarnessError
 from harness.mcp_server.identity import Identity
 from harness.recallset import RecallSet
 
-__all__ = ["RecallSets"]
+__all__ = ["MemoExpired", "MemoLimits", "MemoNotFound", "RecallSets"]
+
+HANDLE_PREFIX = "memo_"
+
+
+class MemoNotFound(HarnessError):
+    """No memo with this handle for this caller (never opened, or someone else's)."""
+
+
+class MemoExpired(HarnessError):
+    """The memo existed for this caller but was dropped (idle too long or over the cap)."""
+
+
+@dataclass(frozen=True)
+class MemoLimits:
+    """Per-caller memo limits: open memos, notes per memo, characters per note, idle
+    seconds, remembered ends. A caller holds at most ``max_memos_per_caller * max_items *
+    max_note_chars`` characters (6.4 M by default)."""
+
+    max_memos_per_caller: int = 16
+    max_items: int = 50
+    max_note_chars: int = 8000
+    idle_s: float = 3600.0
+    max_ended_per_caller: int = 256
+
+
+@dataclass
+class _Memo:
+    recallset: RecallSet
+    last_used: float
+
+
+@dataclass
+class _Caller:
+    memos: OrderedDict[str, _Memo] = field(default_factory=OrderedDict)
+    # handle -> why it ended; lets a model tell "expired, open a new one" from a typo.
+    ended: OrderedDict[str, str] = field(default_factory=OrderedDict)
 
 
 class RecallSets:
-    """Session-scoped RecallSets.
+    """All open memos of one server process, grouped by caller.
 
-    A session is a live connection object (stdio, handshake-era HTTP, in-process clients):
-    its RecallSet is cleared the moment the connection is released. HTTP sessions known only
-    by their ``Mcp-Session-Id`` expire after ``idle_s`` or when more than ``max_sessions``
-    are open (least recently used first). Every key also carries the caller's identity, so
-    two callers never share one.
+    Memos idle longer than ``idle_s`` expire; opening more than ``max_memos_per_caller``
+    drops that caller's least recently used memo. Nothing here is written anywhere. Safe to
+    call from several threads.
     """
 
-    def __init__(self, max_items: int = 50, idle_s: float = 3600.0, max_sessions: int = 1000):
-        self.max_items = max_items
-        self.idle_s = idle_s
-        self.max_sessions = max_sessions
-        self._by_object: weakref.WeakKeyDictionary[Any, dict[Identity, RecallSet]] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._by_id: OrderedDict[tuple[str, Identity], tuple[float, RecallSet]] = OrderedDict()
+    def __init__(
+        self, limits: MemoLimits | None = None, clock: Callable[[], float] = time.monotonic
+    ):
+        self.limits = limits or MemoLimits()
+        self._clock = clock
+        self._callers: dict[Identity, _Caller] = {}
         self._lock = threading.Lock()
 
-    def for_connection(self, connection: Any, identity: Identity) -> RecallSet:
-        """The RecallSet of this connection and caller (created on first use)."""
+    def open(self, caller: Identity) -> tuple[str, RecallSet]:
+        """Mint a new handle and its empty memo for ``caller``. Not idempotent."""
+        handle = HANDLE_PREFIX + secrets.token_urlsafe(16)
+        now = self._clock()
         with self._lock:
-            per_caller = self._by_object.get(connection)
-            if per_caller is None:
-                per_caller = {}
-                self._by_object[connection] = per_caller
-                weakref.finalize(connection, _clear_all, per_caller)
-            if identity not in per_caller:
-                per_caller[identity] = RecallSet(max_items=self.max_items)
-            return per_caller[identity]
+            entry = self._callers.setdefault(caller, _Caller())
+            for each in self._callers.values():  # few callers; keeps idle ones from lingering
+                self._expire(each, now)
+            memo = _Memo(RecallSet(max_items=self.limits.max_items), now)
+            entry.memos[handle] = memo
+            while len(entry.memos) > self.limits.max_memos_per_caller:
+                old_handle, old = entry.memos.popitem(last=False)
+                old.recallset.clear()
+                self._remember_end(
+                    entry,
+                    old_handle,
+                    f"closed because more than {self.limits.max_memos_per_caller} memos were "
+                    "open (least recently used first)",
+                )
+            return handle, memo.recallset
 
-    def for_session_id(self, session_id: str, identity: Identity) -> RecallSet:
-        """The RecallSet of an HTTP session id and caller, refreshing its idle timer."""
-        now = time.monotonic()
-        key = (session_id, identity)
+    def get(self, handle: str, caller: Identity) -> RecallSet:
+        """The memo ``handle`` of ``caller``, refreshing its idle timer.
+
+        Raises:
+            MemoExpired: it was this caller's but has expired or was closed by the cap.
+            MemoNotFound: never opened by this caller (including another caller's handle).
+        """
+        now = self._clock()
         with self._lock:
-            self._expire(now)
-            _, rs = self._by_id.pop(key, (now, RecallSet(max_items=self.max_items)))
-            self._by_id[key] = (now, rs)
-            while len(self._by_id) > self.max_sessions:
-                _, (_, old) = self._by_id.popitem(last=False)
-                old.clear()
-            return rs
+            entry = self._callers.get(caller)
+            if entry is not None:
+                self._expire(entry, now)
+                memo = entry.memos.get(handle)
+                if memo is not None:
+                    memo.last_used = now
+                    entry.memos.move_to_end(handle)
+                    return memo.recallset
+                why = entry.ended.get(handle)
+                if why is not None:
+                    raise MemoExpired(
+                        f"memo {handle!r} has ended ({why}); its notes are gone. "
+                        "Call recallset_open (or recallset_add without a memo) for a new one."
+                    )
+        raise MemoNotFound(
+            f"no memo {handle!r} for this caller; use the handle recallset_open or "
+            "recallset_add returned, or open a new memo"
+        )
 
-    def _expire(self, now: float) -> None:
-        for key in [k for k, (seen, _) in self._by_id.items() if now - seen > self.idle_s]:
-            self._by_id.pop(key)[1].clear()
-
-    def open_count(self) -> int:
-        """How many RecallSets are alive (for tests and status)."""
+    def discard(self, handle: str, caller: Identity) -> None:
+        """Forget ``caller``'s memo ``handle`` without a trace (an open that did not take).
+        Idempotent."""
         with self._lock:
-            return sum(len(v) for v in self._by_object.values()) + len(self._by_id)
+            entry = self._callers.get(caller)
+            if entry is not None and (memo := entry.memos.pop(handle, None)) is not None:
+                memo.recallset.clear()
 
+    def _expire(self, entry: _Caller, now: float) -> None:
+        # memos are kept in least-recently-used order, so stale ones sit at the front
+        while entry.memos:
+            handle, memo = next(iter(entry.memos.items()))
+            if now - memo.last_used <= self.limits.idle_s:
+                break
+            entry.memos.popitem(last=False)
+            memo.recallset.clear()
+            self._remember_end(
+                entry, handle, f"idle for more than {self.limits.idle_s:.0f} s, it expired"
+            )
 
-def _clear_all(per_caller: dict[Identity, RecallSet]) -> None:
-    for rs in per_caller.values():
-        rs.clear()
-    per_caller.clear()
+    def _remember_end(self, entry: _Caller, handle: str, why: str) -> None:
+        entry.ended[handle] = why
+        while len(entry.ended) > self.limits.max_ended_per_caller:
+            entry.ended.popitem(last=False)
+
+    def sweep(self) -> int:
+        """Expire idle memos of every caller now; returns how many remain open."""
+        now = self._clock()
+        with self._lock:
+            for entry in self._callers.values():
+                self._expire(entry, now)
+            return sum(len(e.memos) for e in self._callers.values())
+
+    def open_count(self, caller: Identity | None = None) -> int:
+        """Open memos (of one caller, or of all), for tests and status; does not expire."""
+        with self._lock:
+            if caller is not None:
+                entry = self._callers.get(caller)
+                return 0 if entry is None else len(entry.memos)
+            return sum(len(e.memos) for e in self._callers.values())

@@ -42,10 +42,24 @@ from harness.memory.migrate import current_revision, upgrade_to_head
 from harness.memory.ops import run_async
 from harness.memory.ranking import RankingConfig, Scored
 from harness.memory.recall import RecallResult
-from harness.memory.retrieval import Retriever, coerce_request, query_vector, recall_failed
+from harness.memory.retrieval import (
+    Retriever,
+    cached_query_vector,
+    coerce_request,
+    query_vector,
+    recall_failed,
+)
 from harness.memory.rls import assume_app_role
 from harness.memory.runs import AsyncRunRecords
-from harness.memory.status import StoreStatus, build_status, status_counts
+from harness.memory.status import (
+    PROBE_USER,
+    StoreStatus,
+    build_status,
+    constraints_among,
+    left_out_ids,
+    probe_request,
+    status_counts,
+)
 from harness.memory.types import Memory, MemoryCandidate, RecallRequest, Scope
 from harness.settings import Settings
 
@@ -351,9 +365,14 @@ class AsyncMemoryStore:
         return self.retriever.assemble_result(fetched, req, cap)
 
     async def _query_vector(self, query: str) -> list[float] | None:
-        if self.embedder is None or not query.strip():
-            return None
-        return await asyncio.to_thread(query_vector, self.embedder, query)
+        cache = self.retriever.query_vectors
+        cached = cached_query_vector(self.embedder, query, cache)
+        if cached is not None or self.embedder is None or not query.strip():
+            return cached
+        vector = await asyncio.to_thread(query_vector, self.embedder, query)
+        if vector is not None:
+            cache.put(self.embedder.model_name, query, vector)
+        return vector
 
     async def signals(
         self, request: RecallRequest | Mapping[str, Any], *, use_vector: bool = True
@@ -452,6 +471,14 @@ class AsyncMemoryStore:
         async with self.maintenance("status") as conn:
             revision = await conn.run_sync(current_revision)
             counts = await run_async(conn, status_counts())
+        over_budget: dict[str, int] = {}
+        for tenant in counts[0]:
+            self.retriever.incomplete_warnings.mute((tenant, PROBE_USER))
+            result = await self.recall(probe_request(tenant))
+            if not result.complete:
+                left_out = [await self.get(i, tenant=tenant) for i in left_out_ids(result)]
+                if n := constraints_among(left_out):
+                    over_budget[tenant] = n
         return build_status(
             url=self.url,
             revision=revision,
@@ -459,4 +486,5 @@ class AsyncMemoryStore:
             choice=self.embedder_choice,
             lexical_reason=self.lexical_reason,
             counts=counts,
+            constraints_over_budget=over_budget,
         )

@@ -275,7 +275,8 @@ def assemble(
             for o in omitted
             if o.reason != "conflict" and _is_constraint(pool, o.memory_id)
         ]
-        log.warning(
+        # Every recall of the caller would repeat this; the store warns once per interval.
+        log.debug(
             "recall incomplete: %d constraint(s) could not be placed: %s",
             len(missing),
             ", ".join(map(str, missing)),

@@ -15,12 +15,21 @@ from harness.errors import IncompleteRecall, InvalidInput, StoreError
 from harness.memory import sql
 from harness.memory.embedder import Embedder
 from harness.memory.ops import Op
+from harness.memory.query_cache import QueryVectorCache
 from harness.memory.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
 from harness.memory.rows import memory_from_row
+from harness.memory.throttle import OncePerInterval
 from harness.memory.types import RecallRequest, Scope
 
-__all__ = ["Fetched", "Retriever", "coerce_request", "query_vector", "recall_failed"]
+__all__ = [
+    "Fetched",
+    "Retriever",
+    "cached_query_vector",
+    "coerce_request",
+    "query_vector",
+    "recall_failed",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +68,35 @@ def recall_failed(req: RecallRequest, exc: Exception) -> RecallResult:
     return RecallResult.empty(degraded=True, reason=f"memory unavailable: {exc}")
 
 
-def query_vector(embedder: Embedder | None, query: str) -> list[float] | None:
-    """The query's vector; None when lexical-only, for a blank query, or when the model fails
-    (full-text for this query only). Blocking: async callers run it in a thread."""
+def query_vector(
+    embedder: Embedder | None, query: str, cache: QueryVectorCache | None = None
+) -> list[float] | None:
+    """The query's vector (from ``cache`` when it has it); None when lexical-only, for a blank
+    query, or when the model fails (full-text for this query only). Blocking on a cache miss:
+    async callers check :func:`cached_query_vector` first, then run this in a thread."""
     if embedder is None or not query.strip():
         return None
+    if cache is not None:
+        cached = cache.get(embedder.model_name, query)
+        if cached is not None:
+            return cached
     try:
-        return embedder.embed([query])[0]
+        vector = embedder.embed([query])[0]
     except Exception as exc:  # fall back to full-text for this query only
         log.warning("query embedding failed, using full-text only: %s", exc)
         return None
+    if cache is not None:
+        cache.put(embedder.model_name, query, vector)
+    return vector
+
+
+def cached_query_vector(
+    embedder: Embedder | None, query: str, cache: QueryVectorCache
+) -> list[float] | None:
+    """The cached vector of a query, without computing one (never blocks)."""
+    if embedder is None or not query.strip():
+        return None
+    return cache.get(embedder.model_name, query)
 
 
 @dataclass
@@ -105,6 +133,8 @@ class Retriever:
         self.strategy: Strategy = strategy
         self.large_pool = large_pool
         self.ef_search = ef_search
+        self.incomplete_warnings = OncePerInterval(300.0)
+        self.query_vectors = QueryVectorCache(1024)
 
     def _threshold(self, req: RecallRequest, lexical_only: bool) -> float:
         """The probability a ranked item needs: the request's, the config's, or the judge's."""
@@ -265,7 +295,7 @@ class Retriever:
             else:
                 why = f"beyond top-{self.ranking.top_n}"
             trace.append(TraceEntry(item.scored.id, "dropped", "judge", f"{why}: {_signals(item)}"))
-        return assemble(
+        result = assemble(
             candidates,
             budget_chars=req.budget_chars,
             max_items=req.max_items,
@@ -273,6 +303,23 @@ class Retriever:
             strict=req.strict,
             trace=trace,
         )
+        if not result.complete:
+            self._warn_incomplete(req)
+        return result
+
+    def _warn_incomplete(self, req: RecallRequest) -> None:
+        times = self.incomplete_warnings.hit((req.tenant, req.user_id))
+        if times is not None:
+            log.warning(
+                "recall incomplete for %s/%s: constraints do not fit a %d-character budget "
+                "(%d recall(s) since the last warning; warned once per %.0f s per caller; "
+                "`harness-memory status` counts them)",
+                req.tenant,
+                req.user_id,
+                req.budget_chars,
+                times,
+                self.incomplete_warnings.interval_s,
+            )
 
 
 def _signals(r: Ranked) -> str:

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from harness.memory import sql
 from harness.memory.db import redact_url
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.ops import Op
+from harness.memory.recall import RecallResult
+from harness.memory.types import Kind, Memory, RecallRequest, Scope
 from harness.memory.vectors import stored_model_op
 
-__all__ = ["StoreStatus", "build_status", "status_counts"]
+__all__ = [
+    "PROBE_USER",
+    "StoreStatus",
+    "build_status",
+    "constraints_among",
+    "left_out_ids",
+    "probe_request",
+    "status_counts",
+]
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,7 @@ class StoreStatus:
     lexical_reason: str | None = None
     embed_source: str | None = None
     embed_model_path: str | None = None
+    constraints_over_budget: dict[str, int] = field(default_factory=dict)
 
 
 def status_counts() -> Op[tuple[dict[str, dict[str, int]], int, dict[str, int], str | None]]:
@@ -51,6 +64,7 @@ def build_status(
     choice: EmbedderChoice | None,
     lexical_reason: str | None,
     counts: tuple[dict[str, dict[str, int]], int, dict[str, int], str | None],
+    constraints_over_budget: dict[str, int],
 ) -> StoreStatus:
     """The status report from what :func:`status_counts` read (pure)."""
     per_tenant, missing, cleanups, stored = counts
@@ -67,4 +81,25 @@ def build_status(
         lexical_reason=lexical_reason,
         embed_source=choice.source if choice else None,
         embed_model_path=str(choice.model_path) if choice and choice.model_path else None,
+        constraints_over_budget=constraints_over_budget,
     )
+
+
+#: A user id no caller has (ids are validated elsewhere); its recall sees platform items only.
+PROBE_USER = "harness-status-probe"
+
+
+def probe_request(tenant: str) -> RecallRequest:
+    """The platform-constraint probe: a default-sized recall that sees platform items only."""
+    return RecallRequest(tenant=tenant, user_id=PROBE_USER)
+
+
+def left_out_ids(result: RecallResult) -> list[Any]:
+    """Ids the probe could not place for lack of room (conflicts are not a budget matter)."""
+    return [o.memory_id for o in result.omitted if o.reason != "conflict"]
+
+
+def constraints_among(left_out: Iterable[Memory | None]) -> int:
+    """How many of the left-out memories are platform constraints (each recall of that
+    tenant is then incomplete; the warning itself is logged once per caller and interval)."""
+    return sum(1 for m in left_out if m and m.scope is Scope.PLATFORM and m.kind is Kind.CONSTRAINT)

@@ -35,7 +35,15 @@ from harness.memory.recall import RecallResult
 from harness.memory.retrieval import Retriever, coerce_request, query_vector, recall_failed
 from harness.memory.rls import assume_app_role
 from harness.memory.runs import RunRecords
-from harness.memory.status import StoreStatus, build_status, status_counts
+from harness.memory.status import (
+    PROBE_USER,
+    StoreStatus,
+    build_status,
+    constraints_among,
+    left_out_ids,
+    probe_request,
+    status_counts,
+)
 from harness.memory.types import Memory, MemoryCandidate, RecallRequest, Scope
 from harness.settings import Settings
 
@@ -345,7 +353,7 @@ class MemoryStore:
     def _recall(self, req: RecallRequest) -> RecallResult:
         now = req.now or self.clock.now()
         cap = self.settings.narrow_scope_cap
-        qv = query_vector(self.embedder, req.query)
+        qv = query_vector(self.embedder, req.query, self.retriever.query_vectors)
         with self.transaction("recall", tenant=req.tenant) as conn:
             fetched = run_sync(conn, self.retriever.fetch_op(req, qv, now, cap))
         return self.retriever.assemble_result(fetched, req, cap)
@@ -359,7 +367,11 @@ class MemoryStore:
         """
         req = coerce_request(request)
         now = req.now or self.clock.now()
-        qv = query_vector(self.embedder, req.query) if use_vector else None
+        qv = (
+            query_vector(self.embedder, req.query, self.retriever.query_vectors)
+            if use_vector
+            else None
+        )
         with self.transaction("recall", tenant=req.tenant) as conn:
             rows = run_sync(conn, self.retriever.signals_op(req, qv, now))
         return rows, qv is None
@@ -449,10 +461,20 @@ class MemoryStore:
         return done
 
     def status(self) -> StoreStatus:
-        """Redacted URL, schema revision, embedder mode, counts per tenant and status."""
+        """Redacted URL, schema revision, embedder mode, counts per tenant and status, and per
+        tenant the platform constraints a default-sized recall cannot place. Read-only: one
+        transaction for the counts, then one probe recall per tenant."""
         with self.maintenance("status") as conn:
             revision = current_revision(conn)
             counts = run_sync(conn, status_counts())
+        over_budget: dict[str, int] = {}
+        for tenant in counts[0]:
+            self.retriever.incomplete_warnings.mute((tenant, PROBE_USER))
+            result = self.recall(probe_request(tenant))
+            if not result.complete:
+                left_out = [self.get(i, tenant=tenant) for i in left_out_ids(result)]
+                if n := constraints_among(left_out):
+                    over_budget[tenant] = n
         return build_status(
             url=self.url,
             revision=revision,
@@ -460,4 +482,5 @@ class MemoryStore:
             choice=self.embedder_choice,
             lexical_reason=self.lexical_reason,
             counts=counts,
+            constraints_over_budget=over_budget,
         )

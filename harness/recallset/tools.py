@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.recallset.core import Mark, RecallSet
 
-__all__ = ["TOOL_DEFINITIONS", "RecallSetTools"]
+__all__ = ["TOOL_DEFINITIONS", "RecallSetTools", "ToolAnswer"]
 
 _MARKS = [m.value for m in Mark]
 
@@ -83,6 +84,14 @@ def _check_args(name: str, args: Mapping[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ToolAnswer:
+    """A tool's text answer and whether it reports a failure."""
+
+    text: str
+    is_error: bool = False
+
+
 class RecallSetTools:
     """Executes model tool calls against one RecallSet. Never raises for a bad call."""
 
@@ -97,26 +106,30 @@ class RecallSetTools:
         Bad calls (unknown tool or id, wrong or missing arguments) answer ``error: ...`` so
         the run goes on.
         """
+        return self.answer(call).text
+
+    def answer(self, call: Mapping[str, Any]) -> ToolAnswer:
+        """Like :meth:`dispatch`, but also says whether the answer reports a failure."""
         if not isinstance(call, Mapping):
-            return "error: a tool call must be an object with 'name' and 'arguments'"
+            return _failed("a tool call must be an object with 'name' and 'arguments'")
         name = call.get("name")
         if name not in _SCHEMAS:
-            return f"error: unknown tool {name!r}; available: {sorted(_SCHEMAS)}"
+            return _failed(f"unknown tool {name!r}; available: {sorted(_SCHEMAS)}")
         args: Any = call.get("arguments", call.get("input", {})) or {}
         if isinstance(args, str):
             try:
                 args = json.loads(args)
             except json.JSONDecodeError as exc:
-                return f"error: arguments are not valid JSON ({exc.msg})"
+                return _failed(f"arguments are not valid JSON ({exc.msg})")
         if not isinstance(args, Mapping):
-            return "error: arguments must be an object"
+            return _failed("arguments must be an object")
         problem = _check_args(str(name), args)
         if problem:
-            return f"error: {name}: {problem}"
+            return _failed(f"{name}: {problem}")
         try:
-            return self._run(str(name), args)
+            return ToolAnswer(self._run(str(name), args))
         except HarnessError as exc:
-            return f"error: {name}: {exc}"
+            return _failed(f"{name}: {exc}")
 
     def _run(self, name: str, args: Mapping[str, Any]) -> str:
         rs = self.recallset
@@ -148,3 +161,7 @@ class RecallSetTools:
         if name == "recallset_read":
             return rs.read(args["id"])
         return json.dumps(rs.overview())
+
+
+def _failed(message: str) -> ToolAnswer:
+    return ToolAnswer(f"error: {message}", is_error=True)

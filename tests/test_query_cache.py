@@ -1,0 +1,49 @@
+"""The query-vector LRU: same vector as the model, bounded, counted."""
+
+from __future__ import annotations
+
+from harness.memory import MemoryCandidate, MemoryStore
+from harness.memory.query_cache import QueryVectorCache
+from harness.memory.types import RecallRequest
+
+
+def test_lru_keeps_the_most_recent_and_counts() -> None:
+    cache = QueryVectorCache(size=2)
+    cache.put("m", "a", [0.5, 0.25])
+    cache.put("m", "b", [1.0, 0.0])
+    assert cache.get("m", "a") == [0.5, 0.25]  # refreshes "a"
+    cache.put("m", "c", [0.0, 1.0])
+    assert cache.get("m", "b") is None  # least recently used went
+    assert cache.get("other-model", "a") is None  # the model is part of the key
+    assert (cache.hits, cache.misses) == (1, 2)
+    off = QueryVectorCache(size=0)
+    off.put("m", "a", [1.0])
+    assert off.get("m", "a") is None
+
+
+def test_store_embeds_a_repeated_query_once_with_the_same_answer(
+    store: MemoryStore, tenant: str
+) -> None:
+    store.write(
+        MemoryCandidate(
+            tenant=tenant, scope="user", scope_id="alice", kind="fact", content="kestrel cluster"
+        )
+    )
+    calls: list[str] = []
+    embedder = store.embedder
+    assert embedder is not None
+    original = embedder.embed
+
+    def counting(texts: list[str]) -> list[list[float]]:
+        calls.extend(texts)
+        return original(texts)
+
+    embedder.embed = counting  # type: ignore[method-assign]
+    try:
+        request = RecallRequest(tenant=tenant, user_id="alice", query="which cluster")
+        first, second = store.recall(request), store.recall(request)
+    finally:
+        embedder.embed = original  # type: ignore[method-assign]
+    assert calls == ["which cluster"]
+    assert first.text == second.text and "kestrel" in first.text
+    assert store.retriever.query_vectors.hits >= 1
