@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 HARNESS_EMBED_MODEL_PATH ?= $(abspath $(wildcard ../shared/models/all-MiniLM-L6-v2-onnx))
 export HARNESS_EMBED_MODEL_PATH
 
-.PHONY: demo test lint typecheck pytest bench bench-smoke clean
+.PHONY: demo test lint typecheck pytest pytest-fast bench bench-smoke mutate clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,15 @@ typecheck: $(INSTALLED)
 pytest: $(INSTALLED)
 	$(BIN)/pytest
 
+# Pure tests only (no PostgreSQL, no model): seconds.
+pytest-fast: $(INSTALLED)
+	$(BIN)/pytest -m "not db and not model"
+
+# Mutation testing of the core (minutes to an hour): bench/results/mutation.json, docs/mutation.md.
+mutate: $(INSTALLED)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mutate]'
+	$(BIN)/python -m bench.mutation
+
 bench: $(INSTALLED)
 	$(BIN)/python -m bench.run
 
@@ -39,4 +48,4 @@ bench-smoke: $(INSTALLED)
 	$(BIN)/python -m bench.run --smoke
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache mutants

@@ -62,12 +62,13 @@ def _server_url(tmp_root: Path) -> str:
     return normalize_url(embedded_url(tmp_root / "harness-home"))
 
 
-def create_database(server_url: str, name: str) -> str:
-    """Create an empty database on the server and return its URL."""
+def create_database(server_url: str, name: str, template: str | None = None) -> str:
+    """Create a database on the server (empty, or a copy of ``template``); return its URL."""
     admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    copy = f' TEMPLATE "{template}"' if template else ""
     with admin.connect() as conn:
         conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"{copy}'))
     admin.dispose()
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
@@ -84,6 +85,25 @@ def db_url(server_url: str) -> str:
     upgrade_to_head(engine)
     engine.dispose()
     return url
+
+
+@pytest.fixture(scope="session")
+def template_db_url(server_url: str) -> str:
+    """A migrated database nothing connects to after migration: the template of
+    :func:`private_db_url` (PostgreSQL copies a template only while it has no sessions)."""
+    url = create_database(server_url, f"harness_tpl_{os.getpid()}")
+    engine = sa.create_engine(url)
+    upgrade_to_head(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def private_db_url(server_url: str, template_db_url: str) -> str:
+    """A migrated database of this test alone, for operations that span every tenant
+    (reconcile, purge, status counts): nothing another test wrote can change their results."""
+    template = make_url(template_db_url).database
+    return create_database(server_url, f"harness_own_{uuid.uuid4().hex[:12]}", template=template)
 
 
 @pytest.fixture
@@ -111,7 +131,29 @@ def clock() -> FixedClock:
 
 @pytest.fixture
 def tenant() -> str:
+    """A tenant no other test uses: every database test writes under its own."""
     return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def other_tenant(tenant: str) -> str:
+    """A second tenant of this test alone (isolation tests write the same data into both)."""
+    return f"{tenant}-b"
+
+
+#: Fixtures that reach PostgreSQL or load the embedding model; tests using them (directly or
+#: through another fixture) are marked ``db`` / ``model`` so ``pytest -m "not db"`` stays pure.
+_DB_FIXTURES = frozenset({"server_url"})
+_MODEL_FIXTURES = frozenset({"real_embedder"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _DB_FIXTURES or item.get_closest_marker("subprocess"):
+            item.add_marker(pytest.mark.db)
+        if names & _MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
 
 
 #: A PostgreSQL URL nothing listens on: a real connection failure, fast.
@@ -142,6 +184,14 @@ def make_store(
 def store(db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
     """A store with a deterministic hash embedder (real vector path, no model)."""
     s = make_store(db_url, HashEmbedder(), clock)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def private_store(private_db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
+    """Like :func:`store`, on a database of this test alone (for cross-tenant operations)."""
+    s = make_store(private_db_url, HashEmbedder(), clock)
     yield s
     s.close()
 

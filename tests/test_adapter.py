@@ -68,8 +68,9 @@ def test_session_ended_removes_session_memories(
 
 
 def test_closed_port_queues_durably_and_reconcile_finishes(
-    store: MemoryStore, tenant: str, tmp_path: Path
+    private_store: MemoryStore, tenant: str, tmp_path: Path
 ) -> None:
+    store = private_store  # reconcile finishes every tenant's cleanups: a database of its own
     spool = tmp_path / "spool.jsonl"
     store.write_many([mem(tenant, "workflow", "wf-9", f"fact {i}") for i in range(2)])
     down = unreachable_store()
@@ -104,6 +105,7 @@ def own_server(tmp_path: Path) -> Iterator[tuple[object, str]]:
     server.cleanup()
 
 
+@pytest.mark.subprocess
 def test_stopped_server_during_workflow_deleted(
     own_server: tuple[object, str], tenant: str, tmp_path: Path
 ) -> None:
@@ -124,8 +126,9 @@ def test_stopped_server_during_workflow_deleted(
 
 
 def test_failure_inside_transaction_queues_in_database(
-    store: MemoryStore, tenant: str, tmp_path: Path
+    private_store: MemoryStore, tenant: str, tmp_path: Path
 ) -> None:
+    store = private_store  # reconcile finishes every tenant's cleanups: a database of its own
     store.write(mem(tenant, "session", "s-lock", "held"))
     adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
     # Another transaction holds the row lock: the hook hits lock_timeout, queues, returns.
@@ -147,9 +150,11 @@ def test_failure_inside_transaction_queues_in_database(
     assert count(store, tenant, "session", "s-lock") == 0
 
 
+@pytest.mark.subprocess
 def test_concurrent_reconcile_completes_each_cleanup_once(
-    store: MemoryStore, tenant: str, tmp_path: Path
+    private_store: MemoryStore, tenant: str, tmp_path: Path
 ) -> None:
+    store = private_store  # reconcile finishes every tenant's cleanups: a database of its own
     spool = tmp_path / "spool.jsonl"
     down = unreachable_store()
     try:

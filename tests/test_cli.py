@@ -16,6 +16,8 @@ def _no_model(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignor
     # The CLI loads its own embedder from the environment; keep these runs lexical and fast.
     monkeypatch.setenv("HARNESS_EMBED_MODEL_PATH", str(tmp_path / "no-model"))
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "home"))
+    # Rich wraps at the terminal width: long database paths must not split the words asserted.
+    monkeypatch.setenv("COLUMNS", "400")
 
 
 def test_status_shows_revision_mode_counts_and_redacts(

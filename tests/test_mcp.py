@@ -296,6 +296,7 @@ def test_ingest_checks_key_body_guard_and_is_idempotent(
     assert "Thursdays" in out
 
 
+@pytest.mark.subprocess
 def test_stdio_server_subprocess(store: MemoryStore, tenant: str, db_url: str) -> None:
     seed(store, tenant)
     env = {

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -75,6 +76,7 @@ def test_every_index_on_tenant_tables_leads_with_tenant(fresh_db_url: str) -> No
         engine.dispose()
 
 
+@pytest.mark.subprocess
 def test_two_processes_connecting_at_once_both_succeed(fresh_db_url: str) -> None:
     code = textwrap.dedent(f"""
         from harness.memory import MemoryStore
