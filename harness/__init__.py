@@ -6,7 +6,16 @@
 
 from __future__ import annotations
 
+from harness._version import __version__
 from harness.engine import Engine, EngineConfig, RunInput, RunOutcome, Verdict
 from harness.errors import HarnessError
 
-__all__ = ["Engine", "EngineConfig", "HarnessError", "RunInput", "RunOutcome", "Verdict"]
+__all__ = [
+    "Engine",
+    "EngineConfig",
+    "HarnessError",
+    "RunInput",
+    "RunOutcome",
+    "Verdict",
+    "__version__",
+]

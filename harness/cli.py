@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import unquote
 
 import typer
@@ -18,12 +19,16 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from harness._version import __version__
 from harness.errors import HarnessError, InvalidInput
 from harness.lifecycle import exit_on_signals
 from harness.memory.embedded import release_embedded
 from harness.memory.store import MemoryStore
 from harness.settings import Settings
 from product_adapter import ProductAdapter
+
+if TYPE_CHECKING:
+    from harness.mcp_server.serve_config import ServeConfig
 
 __all__ = ["app"]
 
@@ -34,8 +39,6 @@ app = typer.Typer(
 )
 console = Console(soft_wrap=True)  # paths and URLs stay whole for copy and grep
 err_console = Console(stderr=True, soft_wrap=True)
-
-MIN_INGEST_KEY_CHARS = 16
 
 UrlOption = Annotated[
     str | None,
@@ -102,10 +105,22 @@ def _display_url(url: str) -> str:
     return unquote(url)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"harness-memory {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="log progress (INFO) to stderr")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="print the version and exit"
+        ),
     ] = False,
 ) -> None:
     logging.basicConfig(
@@ -303,7 +318,9 @@ def reconcile(url: UrlOption = None) -> None:
 def mcp(
     http: Annotated[
         str | None,
-        typer.Option("--http", help="serve streamable HTTP on HOST:PORT instead of stdio"),
+        typer.Option(
+            "--http", help="serve streamable HTTP on HOST:PORT instead of stdio (HARNESS_MCP_HTTP)"
+        ),
     ] = None,
     tenant: Annotated[
         str | None, typer.Option(help="stdio: the caller's tenant (or HARNESS_MCP_TENANT)")
@@ -318,105 +335,130 @@ def mcp(
     public_url: Annotated[
         str | None, typer.Option(help="HTTP: this server's public base URL, if proxied")
     ] = None,
+    tokens: Annotated[
+        Path | None,
+        typer.Option("--tokens", help="HTTP: bearer-token file (HARNESS_MCP_TOKENS)"),
+    ] = None,
+    ingest_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--ingest-key-file",
+            help="HTTP: file holding the ingest key (HARNESS_MCP_INGEST_KEY_FILE; or the key "
+            "itself in HARNESS_MCP_INGEST_KEY)",
+        ),
+    ] = None,
+    log_level: Annotated[
+        str | None,
+        typer.Option("--log-level", help="debug, info, warning, error (HARNESS_LOG_LEVEL)"),
+    ] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option("--log-format", help="text or json lines (HARNESS_LOG_FORMAT)"),
+    ] = None,
     url: UrlOption = None,
 ) -> None:
     """Serve memory to MCP agents: stdio by default, or streamable HTTP with --http.
 
     Over stdio the caller is fixed by --tenant/--user (or HARNESS_MCP_TENANT/_USER); over
-    HTTP each bearer token maps to its caller (see `harness-memory mcp-token`). SIGTERM or
-    SIGINT stops accepting, lets in-flight calls finish (10 s grace) and releases the store.
+    HTTP each bearer token maps to its caller (see `harness-memory mcp-token`), and
+    /healthz and /readyz answer without a token. SIGTERM or SIGINT stops accepting, lets
+    in-flight calls finish (10 s grace) and releases the store.
     """
     from harness.mcp_server import Identity, build_server
+    from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config
 
     settings = _settings()
-    address = None
-    if http is not None:
-        try:
-            address = _parse_http(http)
-        except InvalidInput as exc:
-            raise _fail(exc) from exc
-        key = settings.mcp_ingest_key.get_secret_value() if settings.mcp_ingest_key else None
-        if key is not None and len(key) < MIN_INGEST_KEY_CHARS:
-            raise _fail(
-                InvalidInput(
-                    f"HARNESS_MCP_INGEST_KEY: at least {MIN_INGEST_KEY_CHARS} characters "
-                    f"(got {len(key)})",
-                    fields=("HARNESS_MCP_INGEST_KEY",),
-                )
-            )
-    elif not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user):
+    flags = ServeFlags(http, tokens, ingest_key_file, log_level, log_format, url)
+    try:
+        config = resolve_serve_config(settings, flags)
+    except InvalidInput as exc:
+        raise _fail(exc) from exc
+    if config is None and (
+        not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user)
+    ):
         raise _fail(
             InvalidInput(
                 "stdio needs --tenant and --user (or HARNESS_MCP_TENANT and HARNESS_MCP_USER)",
                 fields=("tenant", "user"),
             )
         )
-    with _open_store(url, settings=settings) as store:
-        if address is None:
-            identity = Identity(
-                tenant or settings.mcp_tenant or "",
-                user or settings.mcp_user or "",
-                workflow or settings.mcp_workflow,
+    sock = None if config is None else _bind(config)
+    try:
+        with _open_store(url, settings=settings) as store:
+            if config is None:
+                identity = Identity(
+                    tenant or settings.mcp_tenant or "",
+                    user or settings.mcp_user or "",
+                    workflow or settings.mcp_workflow,
+                )
+                build_server(store, identity=identity).run("stdio")
+                return
+            assert sock is not None  # bound above whenever there is an HTTP config
+            _serve_http(store, config, sock, public_url)
+    finally:
+        if sock is not None:
+            sock.close()
+
+
+def _bind(config: ServeConfig) -> socket.socket:
+    """Listen before anything slow, so a taken port is a one-line error at once."""
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((config.host, config.port))
+    except OSError as exc:
+        sock.close()
+        raise _fail(
+            InvalidInput(
+                f"{config.bind_from}: cannot listen on {config.address_label}: "
+                f"{exc.strerror or exc}",
+                fields=(config.bind_from,),
             )
-            build_server(store, identity=identity).run("stdio")
-            return
-        _serve_http(store, settings, address, public_url)
-
-
-def _parse_http(value: str) -> tuple[str, int]:
-    from harness.mcp_server.http import parse_http_address
-
-    return parse_http_address(value)
+        ) from None
+    return sock
 
 
 def _serve_http(
-    store: MemoryStore, settings: Settings, address: tuple[str, int], public_url: str | None
+    store: MemoryStore, config: ServeConfig, sock: socket.socket, public_url: str | None
 ) -> None:
-    """Bind first (a busy port is a one-line error), print the start line, then serve."""
-    import socket
-
+    """Build the server with its health routes, print the start line, then serve."""
     import uvicorn
 
+    from harness.logs import configure_logging
     from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
+    from harness.mcp_server.health import add_health_routes, embedder_mode
     from harness.mcp_server.http import uvicorn_config
+    from harness.mcp_server.serve_config import start_line
+    from harness.memory.db import redact_url
 
-    host, port = address
-    shown_host = f"[{host}]" if ":" in host else host
-    base = (public_url or f"http://{shown_host}:{port}").rstrip("/")
-    ingest_key = settings.mcp_ingest_key.get_secret_value() if settings.mcp_ingest_key else None
-    tokens = settings.mcp_tokens_path
+    shown_host = f"[{config.host}]" if ":" in config.host else config.host
+    base = (public_url or f"http://{shown_host}:{config.port}").rstrip("/")
+    ingest_key = config.ingest_key.get_secret_value() if config.ingest_key else None
     try:
         server = build_server(
             store,
-            verifier=TokenFileVerifier(TokenFile(tokens)),
+            verifier=TokenFileVerifier(TokenFile(config.tokens)),
             public_url=base,
             ingest_key=ingest_key,
         )
     except HarnessError as exc:
         raise _fail(exc) from exc
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise _fail(
-            InvalidInput(
-                f"--http: cannot listen on {http_label(host, port)}: {exc.strerror or exc}",
-                fields=("--http",),
-            )
-        ) from None
-    embedder = f"hybrid ({store.embedder.model_name})" if store.embedder else "lexical-only"
-    ingest = f"on ({base}/v1/memories)" if ingest_key else "off (set HARNESS_MCP_INGEST_KEY)"
-    console.print(
-        f"harness-memory MCP on {base}/mcp · bearer tokens: {tokens} · ingest: {ingest} · "
-        f"embedder: {embedder}",
-        soft_wrap=True,
-        highlight=False,
+    add_health_routes(server, store)
+    configure_logging(config.log_level, config.log_format)
+    line = start_line(
+        config,
+        version=__version__,
+        base_url=base,
+        database=_display_url(redact_url(store.url)),
+        embedder=embedder_mode(store),
     )
+    console.print(line, soft_wrap=True, highlight=False, markup=False)
     sys.stdout.flush()
-    web = uvicorn.Server(uvicorn_config(server.streamable_http_app(host=host), host, port))
+    app_ = server.streamable_http_app(host=config.host)
+    web = uvicorn.Server(
+        uvicorn_config(app_, config.host, config.port, log_level=config.log_level)
+    )
     web.run(sockets=[sock])
 
 

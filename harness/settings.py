@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from harness.errors import InvalidInput
@@ -53,8 +54,25 @@ class Settings(BaseSettings):
     mcp_tenant: str | None = None
     mcp_user: str | None = None
     mcp_workflow: str | None = None
+    mcp_http: str | None = Field(
+        default=None, description="HOST:PORT to serve MCP over HTTP on (same as --http)"
+    )
     mcp_tokens: Path | None = None
     mcp_ingest_key: SecretStr | None = None
+    mcp_ingest_key_file: Path | None = Field(
+        default=None, description="file holding the ingest key (container secrets)"
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="server log level"
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="server log lines: text, or JSON lines for log shippers"
+    )
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @property
     def mcp_tokens_path(self) -> Path:

@@ -149,10 +149,16 @@ class AuthFailureLog:
 
 
 def uvicorn_config(
-    app: ASGIApp, host: str, port: int, options: HttpOptions | None = None
+    app: ASGIApp,
+    host: str,
+    port: int,
+    options: HttpOptions | None = None,
+    *,
+    log_level: str = "warning",
 ) -> uvicorn.Config:
     """The uvicorn config this project serves with: h11 with a header read timeout, a
-    graceful-shutdown bound, auth failures logged."""
+    graceful-shutdown bound, auth failures logged. uvicorn's loggers propagate to the root
+    logger (so they share its format), at ``log_level``."""
     opts = options or HttpOptions()
     protocol = type(
         "HarnessH11Protocol",
@@ -164,7 +170,8 @@ def uvicorn_config(
         host=host,
         port=port,
         http=protocol,
-        log_level="warning",
+        log_level=log_level,
+        log_config=None,
         timeout_graceful_shutdown=opts.shutdown_grace_s,
         lifespan="on",
     )

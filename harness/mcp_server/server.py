@@ -16,6 +16,7 @@ from mcp.types import CallToolResult, TextContent
 from starlette.requests import Request
 from starlette.responses import Response
 
+from harness._version import __version__
 from harness.mcp_server.identity import Identity, TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
@@ -111,6 +112,7 @@ def build_server(
         )
     server: MCPServer = MCPServer(
         "harness-memory",
+        version=__version__,
         instructions="Long-term memory for this user and project. Use recall_memories before "
         "answering questions about earlier work; use the recallset_* tools as a scratchpad "
         "for the current task (recallset_open gives a memo handle; it is never stored).",

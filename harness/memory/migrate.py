@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -9,7 +10,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from migrations import MIGRATIONS_DIR
 
-__all__ = ["alembic_config", "current_revision", "downgrade", "upgrade_to_head"]
+__all__ = ["alembic_config", "current_revision", "downgrade", "recorded_revision", "upgrade_to_head"]
 
 
 def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
@@ -33,6 +34,16 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     """Migrate down to ``revision`` (tests and operators only)."""
     with engine.connect() as conn:
         command.downgrade(alembic_config(conn), revision)
+
+
+def recorded_revision(conn: Connection) -> str | None:
+    """The revision in ``alembic_version`` with one statement (the fast path for probes).
+
+    Raises the driver's error when the table does not exist; :func:`current_revision` is the
+    careful variant.
+    """
+    row = conn.execute(sa.text("SELECT version_num FROM alembic_version")).first()
+    return None if row is None else str(row[0])
 
 
 def current_revision(conn: Connection) -> str | None:

@@ -1,0 +1,105 @@
+"""Unauthenticated ``/healthz`` (the process answers; no database call) and ``/readyz``
+(database reachable, schema at head, embedder mode) for load balancers and orchestrators.
+
+The answers never carry URLs or driver messages: anyone who can reach the port may ask.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+
+import anyio
+import anyio.to_thread
+from alembic.script import ScriptDirectory
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from harness._version import __version__
+from harness.errors import HarnessError, StoreError, StoreUnavailable
+from harness.memory.migrate import alembic_config, current_revision, recorded_revision
+from harness.memory.store import MemoryStore
+
+__all__ = ["Readiness", "add_health_routes", "check_readiness", "schema_head"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The ``/readyz`` verdict; ``reason`` says why not when ``ready`` is false."""
+
+    ready: bool
+    embedder: str
+    schema: str | None = None
+    reason: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        """The JSON body, with the package version."""
+        body: dict[str, object] = {
+            "status": "ready" if self.ready else "not ready",
+            "version": __version__,
+            "embedder": self.embedder,
+            "schema": self.schema,
+        }
+        if self.reason is not None:
+            body["reason"] = self.reason
+        return body
+
+
+@lru_cache(maxsize=1)
+def schema_head() -> str | None:
+    """The head revision of the shipped migrations (reads the migration files once)."""
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def embedder_mode(store: MemoryStore) -> str:
+    """``hybrid (<model>)`` or ``lexical-only``."""
+    return f"hybrid ({store.embedder.model_name})" if store.embedder else "lexical-only"
+
+
+def check_readiness(store: MemoryStore) -> Readiness:
+    """One read of the schema revision. Blocking; never raises on a store failure."""
+    mode = embedder_mode(store)
+    try:
+        try:
+            with store.transaction("readiness check") as conn:
+                revision = recorded_revision(conn)
+        except StoreUnavailable:
+            raise
+        except StoreError:  # no alembic_version table: ask the careful way
+            with store.transaction("readiness check") as conn:
+                revision = current_revision(conn)
+    except HarnessError as exc:
+        log.warning("not ready: %s", exc)
+        return Readiness(False, mode, reason="database unreachable")
+    head = schema_head()
+    if revision != head:
+        return Readiness(
+            False, mode, schema=revision, reason=f"schema at {revision}, expected {head}"
+        )
+    return Readiness(True, mode, schema=revision)
+
+
+def add_health_routes(server: MCPServer, store: MemoryStore, *, timeout_s: float = 3.0) -> None:
+    """Serve ``GET /healthz`` and ``GET /readyz`` (no bearer token) from ``server``'s HTTP app.
+
+    ``/readyz`` answers 503 with a reason when the database does not answer within
+    ``timeout_s`` (the check goes on in its thread; its connection returns to the pool).
+    """
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    async def readyz(request: Request) -> Response:
+        verdict = Readiness(False, embedder_mode(store), reason="database did not answer")
+        with anyio.move_on_after(timeout_s):
+            verdict = await anyio.to_thread.run_sync(
+                check_readiness, store, abandon_on_cancel=True
+            )
+        return JSONResponse(verdict.as_json(), status_code=200 if verdict.ready else 503)
+
+    server.custom_route("/healthz", methods=["GET"])(healthz)
+    server.custom_route("/readyz", methods=["GET"])(readyz)
