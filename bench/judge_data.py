@@ -61,8 +61,8 @@ class Query:
 def _collect(store: MemoryStore, queries: list[Query]) -> None:
     for q in queries:
         req = RecallRequest(tenant=TENANT, user_id=q.user, query=q.text)
-        q.rows, _ = store.retriever.signals(req)
-        q.lexical_rows, _ = store.retriever.signals(req, use_vector=False)
+        q.rows, _ = store.signals(req)
+        q.lexical_rows, _ = store.signals(req, use_vector=False)
 
 
 def _load_facts(store: MemoryStore, facts: list[str], user: str = USER) -> list[Any]:

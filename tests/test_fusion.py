@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.ranking import RankingConfig, Scored, fuse
-from harness.memory.retrieval import Retriever
 
 TOP_N = 8
 RANKING = RankingConfig(top_n=TOP_N, use_floor=False)
@@ -156,7 +155,8 @@ def test_rare_identifier_found_by_full_text_among_vector_distractors(
 
     def recalled(mode: str) -> list[uuid.UUID]:
         cfg = RankingConfig(top_n=TOP_N, use_floor=False, mode=mode)  # type: ignore[arg-type]
-        return [i.memory.id for i in Retriever(semantic_store, cfg).recall(request).items]
+        semantic_store.retriever.ranking = cfg  # the fixture's store is this test's own
+        return [i.memory.id for i in semantic_store.recall(request).items]
 
     # the premise: vectors alone rank more than N distractors above it, full text first
     assert rare.id not in recalled("vector")

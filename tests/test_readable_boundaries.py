@@ -12,7 +12,6 @@ import pytest
 
 from harness.clock import FixedClock
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.retrieval import Retriever
 
 TOPIC = "quarterly invoice reconciliation"
 
@@ -57,10 +56,11 @@ def test_expiry_is_exclusive_at_its_instant(
     ends = clock.at + timedelta(hours=1)
     item = write(store, tenant, scope, scope_id, kind, expires_at=ends)
     # large_pool=0 makes "hnsw" take the probed, index path whatever the pool size
-    retriever = Retriever(store, strategy=strategy, large_pool=0)  # type: ignore[arg-type]
+    store.retriever.strategy = strategy  # type: ignore[assignment]
+    store.retriever.large_pool = 0  # the fixture's store is this test's own
 
     def recalled(now: object) -> set[object]:
-        r = retriever.recall(
+        r = store.recall(
             RecallRequest(
                 tenant=tenant,
                 user_id="alice",

@@ -310,7 +310,7 @@ def test_unexpected_failure_inside_recall_also_degrades(
     def broken(req: RecallRequest) -> None:
         raise KeyError("a bug, not an outage")
 
-    monkeypatch.setattr(store.retriever, "_recall", broken)
+    monkeypatch.setattr(store, "_recall", broken)
     r = store.recall(RecallRequest(tenant=tenant, user_id="alice", query="anything"))
     assert r.items == [] and r.degraded and not r.complete
     with pytest.raises(KeyError):

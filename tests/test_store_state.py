@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -19,24 +21,36 @@ from hypothesis.stateful import (
 
 from harness.clock import FixedClock
 from harness.errors import ConflictingState
-from harness.memory import MemoryCandidate, MemoryStore, Scope, Status
+from harness.memory import MemoryCandidate, Scope, Status
 
-from .conftest import T0, HashEmbedder, make_store
+from .conftest import T0, HashEmbedder
+from .facades import KINDS, Facade, open_facade
 
 KEYS = ["lang", "length", "tone"]
 SCOPES = [(Scope.USER, "alice"), (Scope.PLATFORM, None)]
 
 
 @pytest.fixture(scope="module")
-def state_store(db_url: str) -> MemoryStore:
-    return make_store(db_url, HashEmbedder(), FixedClock(T0))
+def runner() -> Iterator[asyncio.Runner]:
+    with asyncio.Runner() as r:
+        yield r
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def state_store(
+    request: pytest.FixtureRequest, db_url: str, runner: asyncio.Runner
+) -> Iterator[Facade]:
+    """Either facade: the machine holds both twins to the same model."""
+    facade = open_facade(request.param, db_url, HashEmbedder(), runner, FixedClock(T0))
+    yield facade
+    facade.close()
 
 
 class SupersessionMachine(RuleBasedStateMachine):
     """Reference model: per (scope, key), the ordered list of versions and which is active."""
 
     written = Bundle("written")
-    store: MemoryStore
+    store: Facade
 
     @initialize()
     def fresh_tenant(self) -> None:
@@ -115,7 +129,7 @@ class SupersessionMachine(RuleBasedStateMachine):
                 assert len(successors) == len(set(successors))  # nothing superseded twice
 
 
-def test_supersession_state_machine(state_store: MemoryStore) -> None:
+def test_supersession_state_machine(state_store: Facade) -> None:
     SupersessionMachine.store = state_store
     run_state_machine_as_test(
         SupersessionMachine,

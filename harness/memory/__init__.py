@@ -1,6 +1,7 @@
 """MemoryStore: scoped long-term memory on PostgreSQL + pgvector.
 
-Importing this package does no IO; :meth:`MemoryStore.connect` does.
+Importing this package does no IO; :meth:`MemoryStore.connect` (and the asyncio twin
+:meth:`AsyncMemoryStore.connect`) does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from harness.errors import (
     StoreError,
     StoreUnavailable,
 )
+from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.recall import Omission, RecalledItem, RecallResult
 from harness.memory.store import MemoryStore, StoreStatus
 from harness.memory.types import (
@@ -30,6 +32,7 @@ from harness.memory.types import (
 )
 
 __all__ = [
+    "AsyncMemoryStore",
     "ConflictingState",
     "EmbeddingModelMismatch",
     "HarnessError",

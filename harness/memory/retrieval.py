@@ -1,15 +1,20 @@
-"""Recall IO: fetch the readable candidates (always-on and relevance-ranked), then assemble."""
+"""Recall as operations: fetch the readable candidates (always-on and relevance-ranked) in two
+round trips, then assemble (pure). The facades drive these; nothing here holds a connection."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
 
 from sqlalchemy import exc as sa_exc
 
-from harness.errors import IncompleteRecall, StoreError
+from harness.errors import IncompleteRecall, InvalidInput, StoreError
 from harness.memory import sql
+from harness.memory.embedder import Embedder
+from harness.memory.ops import Op
 from harness.memory.query_cache import QueryVectorCache
 from harness.memory.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
@@ -17,10 +22,14 @@ from harness.memory.rows import memory_from_row
 from harness.memory.throttle import OncePerInterval
 from harness.memory.types import RecallRequest, Scope
 
-if TYPE_CHECKING:
-    from harness.memory.store import MemoryStore
-
-__all__ = ["Retriever"]
+__all__ = [
+    "Fetched",
+    "Retriever",
+    "cached_query_vector",
+    "coerce_request",
+    "query_vector",
+    "recall_failed",
+]
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +39,80 @@ ALL_SCOPES = tuple(s.value for s in Scope)
 Strategy = Literal["auto", "exact", "hnsw"]
 
 
+def coerce_request(request: RecallRequest | Mapping[str, Any]) -> RecallRequest:
+    """A validated request from a request or a mapping (``InvalidInput`` otherwise)."""
+    if isinstance(request, RecallRequest):
+        return request
+    if not isinstance(request, Mapping):
+        raise InvalidInput(
+            f"request: a RecallRequest or a mapping, not {type(request).__name__}",
+            fields=("request",),
+        )
+    try:
+        return RecallRequest(**dict(request))
+    except TypeError as exc:  # e.g. non-string keys
+        raise InvalidInput(f"request: {exc}", fields=("request",)) from exc
+
+
+def recall_failed(req: RecallRequest, exc: Exception) -> RecallResult:
+    """The degradation rule: log, then an empty incomplete result (re-raise when strict)."""
+    if isinstance(exc, IncompleteRecall):
+        raise exc
+    log.warning(
+        "recall failed; %s: %s",
+        "strict recall raises" if req.strict else "the run continues without memory",
+        exc,
+        exc_info=not isinstance(exc, (StoreError, sa_exc.SQLAlchemyError)),
+    )
+    if req.strict:
+        raise exc
+    return RecallResult.empty(degraded=True, reason=f"memory unavailable: {exc}")
+
+
+def query_vector(
+    embedder: Embedder | None, query: str, cache: QueryVectorCache | None = None
+) -> list[float] | None:
+    """The query's vector (from ``cache`` when it has it); None when lexical-only, for a blank
+    query, or when the model fails (full-text for this query only). Blocking on a cache miss:
+    async callers check :func:`cached_query_vector` first, then run this in a thread."""
+    if embedder is None or not query.strip():
+        return None
+    if cache is not None:
+        cached = cache.get(embedder.model_name, query)
+        if cached is not None:
+            return cached
+    try:
+        vector = embedder.embed([query])[0]
+    except Exception as exc:  # fall back to full-text for this query only
+        log.warning("query embedding failed, using full-text only: %s", exc)
+        return None
+    if cache is not None:
+        cache.put(embedder.model_name, query, vector)
+    return vector
+
+
+def cached_query_vector(
+    embedder: Embedder | None, query: str, cache: QueryVectorCache
+) -> list[float] | None:
+    """The cached vector of a query, without computing one (never blocks)."""
+    if embedder is None or not query.strip():
+        return None
+    return cache.get(embedder.model_name, query)
+
+
+@dataclass
+class Fetched:
+    """What recall's two round trips read, for :meth:`Retriever.assemble_result`."""
+
+    rows: list[Mapping[str, Any]]
+    kept: list[Ranked]
+    dropped: list[Ranked]
+    narrow_kept: list[Ranked]
+    narrow_dropped: list[Ranked]
+    lexical_only: bool
+    trace: list[TraceEntry] = field(default_factory=list)
+
+
 class Retriever:
     """Runs recall for a store.
 
@@ -37,40 +120,22 @@ class Retriever:
     (exact, and fastest for pools up to a few thousand rows); "hnsw" uses the HNSW index with
     iterative filtered scans and bounds the full-text ranking; "auto" (default) probes the
     pool size and uses "hnsw" above ``large_pool`` rows. See BENCHMARKS.md for the figures.
+    It holds recall's configuration and builds its operations; the store facades run them.
     """
 
     def __init__(
         self,
-        store: MemoryStore,
         ranking: RankingConfig | None = None,
         strategy: Strategy = "auto",
         large_pool: int = 3000,
         ef_search: int = 400,
     ):
-        self.store = store
-        self.ranking = ranking or RankingConfig(top_n=store.settings.recall_top_n)
+        self.ranking = ranking or RankingConfig()
         self.strategy: Strategy = strategy
         self.large_pool = large_pool
         self.ef_search = ef_search
         self.incomplete_warnings = OncePerInterval(300.0)
         self.query_vectors = QueryVectorCache(1024)
-
-    def recall(self, request: RecallRequest | Mapping[str, Any]) -> RecallResult:
-        req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
-        try:
-            return self._recall(req)
-        except IncompleteRecall:
-            raise
-        except Exception as exc:  # the host run must go on without memory, whatever failed
-            log.warning(
-                "recall failed; %s: %s",
-                "strict recall raises" if req.strict else "the run continues without memory",
-                exc,
-                exc_info=not isinstance(exc, (StoreError, sa_exc.SQLAlchemyError)),
-            )
-            if req.strict:
-                raise
-            return RecallResult.empty(degraded=True, reason=f"memory unavailable: {exc}")
 
     def _threshold(self, req: RecallRequest, lexical_only: bool) -> float:
         """The probability a ranked item needs: the request's, the config's, or the judge's."""
@@ -81,57 +146,35 @@ class Retriever:
         vector = self.ranking.mode != "lexical" and not lexical_only
         return self.ranking.judge.params("hybrid" if vector else "lexical").threshold
 
-    def _query_vector(self, query: str) -> list[float] | None:
-        embedder = self.store.embedder
-        if embedder is None or not query.strip():
-            return None
-        cached = self.query_vectors.get(embedder.model_name, query)
-        if cached is not None:
-            return cached
-        try:
-            vector = embedder.embed([query])[0]
-            self.query_vectors.put(embedder.model_name, query, vector)
-            return vector
-        except Exception as exc:  # fall back to full-text for this query only
-            log.warning("query embedding failed, using full-text only: %s", exc)
-            return None
-
-    def _large_pool(self, conn: Any, shape: dict[str, bool], params: dict[str, Any]) -> bool:
+    def _large_pool(self, shape: dict[str, bool], params: dict[str, Any]) -> Op[bool]:
         if self.strategy != "auto":
             return self.strategy == "hnsw"
-        n = conn.execute(
-            sql.pool_probe(**shape), {**params, "probe_limit": self.large_pool + 1}
+        n = (
+            yield (sql.pool_probe(**shape), {**params, "probe_limit": self.large_pool + 1})
         ).scalar_one()
         return int(n) > self.large_pool
 
-    def signals(
-        self, request: RecallRequest | Mapping[str, Any], *, use_vector: bool = True
-    ) -> tuple[list[Scored], bool]:
-        """Every relevance-ranked candidate of a request with its raw signals, unjudged, and
-        whether the query ran without a vector (always so with ``use_vector=False``, which
-        ranks as a lexical-only store would). Read-only; for benchmarks and fitting the judge.
-        """
-        req = request if isinstance(request, RecallRequest) else RecallRequest(**dict(request))
-        now = req.now or self.store.clock.now()
-        qv = self._query_vector(req.query) if use_vector else None
+    def signals_op(
+        self, req: RecallRequest, qv: list[float] | None, now: datetime
+    ) -> Op[list[Scored]]:
+        """Every relevance-ranked candidate of a request with its raw signals, unjudged
+        (``qv=None`` ranks as a lexical-only store would). Read-only; for benchmarks and
+        fitting the judge."""
         shape = {"has_workflow": bool(req.workflow_id), "has_session": bool(req.session_id)}
         params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
-        with self.store.transaction("recall", tenant=req.tenant) as conn:
-            rows = self._scored(conn, req.query, qv, shape, params, [])
-        return rows, qv is None
+        return (yield from self._scored(req.query, qv, shape, params, []))
 
     def _scored(
         self,
-        conn: Any,
         query: str,
         qv: list[float] | None,
         shape: dict[str, bool],
         params: dict[str, Any],
         trace: list[TraceEntry],
-    ) -> list[Scored]:
+    ) -> Op[list[Scored]]:
         if not query.strip():
             return []
-        large = qv is not None and self._large_pool(conn, shape, params)
+        large = qv is not None and (yield from self._large_pool(shape, params))
         trace.append(
             TraceEntry(
                 None,
@@ -147,7 +190,7 @@ class Retriever:
             )
         )
         if large:
-            conn.execute(sql.hnsw_settings(self.ef_search))
+            yield sql.hnsw_settings(self.ef_search)
         # Narrow scopes are scored too: used only when they overflow the cap, and it saves a
         # round trip to know that first.
         stmt = sql.relevance_scores(
@@ -179,37 +222,41 @@ class Retriever:
                 kind=r.kind,
                 scope=r.scope,
             )
-            for r in conn.execute(stmt, bind)
+            for r in (yield (stmt, bind))
         ]
 
-    def _recall(self, req: RecallRequest) -> RecallResult:
-        now = req.now or self.store.clock.now()
-        cap = self.store.settings.narrow_scope_cap
-        qv = self._query_vector(req.query)
+    def fetch_op(
+        self, req: RecallRequest, qv: list[float] | None, now: datetime, cap: int
+    ) -> Op[Fetched]:
+        """Recall's two round trips: the relevance scores, then the rows it needs (always-on
+        items, the narrow scopes up to ``cap + 1``, and the kept ids). Read-only."""
         lexical_only = qv is None
         shape = {"has_workflow": bool(req.workflow_id), "has_session": bool(req.session_id)}
         params = sql.readable_params(req.tenant, req.user_id, req.workflow_id, req.session_id, now)
         trace: list[TraceEntry] = []
-        with self.store.transaction("recall", tenant=req.tenant) as conn:
-            scored = self._scored(conn, req.query, qv, shape, params, trace)
-            broad = [s for s in scored if s.scope not in sql.NARROW]
-            narrow_ranked = [s for s in scored if s.scope in sql.NARROW]
-            # One distribution per query: how this query scores against everything readable.
-            stats = stats_of(broad + narrow_ranked)
-            judge_args: dict[str, Any] = {"threshold": req.relevance_threshold, "stats": stats}
-            kept, dropped = fuse(broad, self.ranking, lexical_only=lexical_only, **judge_args)
-            narrow_kept, narrow_dropped = fuse(
-                narrow_ranked, self.ranking, lexical_only=lexical_only, **judge_args
-            )
-            wanted = [r.scored.id for r in kept] + [r.scored.id for r in narrow_kept]
-            rows = (
-                conn.execute(
-                    sql.recall_rows(**shape),
-                    {**params, "narrow_limit": cap + 1, "ids": wanted},
-                )
-                .mappings()
-                .all()
-            )
+        scored = yield from self._scored(req.query, qv, shape, params, trace)
+        broad = [s for s in scored if s.scope not in sql.NARROW]
+        narrow_ranked = [s for s in scored if s.scope in sql.NARROW]
+        # One distribution per query: how this query scores against everything readable.
+        stats = stats_of(broad + narrow_ranked)
+        judge_args: dict[str, Any] = {"threshold": req.relevance_threshold, "stats": stats}
+        kept, dropped = fuse(broad, self.ranking, lexical_only=lexical_only, **judge_args)
+        narrow_kept, narrow_dropped = fuse(
+            narrow_ranked, self.ranking, lexical_only=lexical_only, **judge_args
+        )
+        wanted = [r.scored.id for r in kept] + [r.scored.id for r in narrow_kept]
+        rows = (
+            (yield (sql.recall_rows(**shape), {**params, "narrow_limit": cap + 1, "ids": wanted}))
+            .mappings()
+            .all()
+        )
+        return Fetched(list(rows), kept, dropped, narrow_kept, narrow_dropped, lexical_only, trace)
+
+    def assemble_result(self, fetched: Fetched, req: RecallRequest, cap: int) -> RecallResult:
+        """Resolve, budget and render what :meth:`fetch_op` read (pure)."""
+        rows, trace = fetched.rows, fetched.trace
+        kept, dropped, lexical_only = fetched.kept, fetched.dropped, fetched.lexical_only
+        narrow_kept, narrow_dropped = fetched.narrow_kept, fetched.narrow_dropped
         memories = {r["id"]: memory_from_row(r) for r in rows}
         candidates = [
             Candidate(memories[r["id"]], 0.0, "always: constraint/preference")

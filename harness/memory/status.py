@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from harness.memory import sql
 from harness.memory.db import redact_url
-from harness.memory.migrate import current_revision
-from harness.memory.types import Kind, RecallRequest, Scope
-from harness.memory.vectors import stored_model
+from harness.memory.embedder import Embedder, EmbedderChoice
+from harness.memory.ops import Op
+from harness.memory.recall import RecallResult
+from harness.memory.types import Kind, Memory, RecallRequest, Scope
+from harness.memory.vectors import stored_model_op
 
-if TYPE_CHECKING:
-    from harness.memory.store import MemoryStore
-
-__all__ = ["StoreStatus", "collect_status"]
+__all__ = [
+    "PROBE_USER",
+    "StoreStatus",
+    "build_status",
+    "constraints_among",
+    "left_out_ids",
+    "probe_request",
+    "status_counts",
+]
 
 
 @dataclass(frozen=True)
@@ -36,35 +44,44 @@ class StoreStatus:
     constraints_over_budget: dict[str, int] = field(default_factory=dict)
 
 
-def collect_status(store: MemoryStore) -> StoreStatus:
-    """Read-only: one transaction for the counts, then one recall per tenant (the
-    platform-constraint probe)."""
-    with store.maintenance("status") as conn:
-        revision = current_revision(conn)
-        counts: dict[str, dict[str, int]] = {}
-        for tenant, status, n in conn.execute(sql.counts_by_tenant_status()):
-            counts.setdefault(tenant, {})[status] = int(n)
-        missing = int(conn.execute(sql.count_memories(missing_vector_only=True)).scalar_one())
-        cleanups = {t: int(n) for t, n in conn.execute(sql.open_cleanups_by_tenant())}
-        stored, _ = stored_model(conn)
-    embedder = store.embedder
-    choice = store.embedder_choice
+def status_counts() -> Op[tuple[dict[str, dict[str, int]], int, dict[str, int], str | None]]:
+    """Counts per tenant and status, rows missing vectors, open cleanups per tenant, and the
+    recorded model. Read-only; run it in a maintenance transaction."""
+    counts: dict[str, dict[str, int]] = {}
+    for tenant, status, n in (yield sql.counts_by_tenant_status()):
+        counts.setdefault(tenant, {})[status] = int(n)
+    missing = int((yield sql.count_memories(missing_vector_only=True)).scalar_one())
+    cleanups = {t: int(n) for t, n in (yield sql.open_cleanups_by_tenant())}
+    stored, _ = yield from stored_model_op()
+    return counts, missing, cleanups, stored
+
+
+def build_status(
+    *,
+    url: str,
+    revision: str | None,
+    embedder: Embedder | None,
+    choice: EmbedderChoice | None,
+    lexical_reason: str | None,
+    counts: tuple[dict[str, dict[str, int]], int, dict[str, int], str | None],
+    constraints_over_budget: dict[str, int],
+) -> StoreStatus:
+    """The status report from what :func:`status_counts` read (pure)."""
+    per_tenant, missing, cleanups, stored = counts
     return StoreStatus(
-        url=redact_url(store.url),
+        url=redact_url(url),
         revision=revision,
         embedder_mode="lexical-only" if embedder is None else "hybrid",
         embed_model=embedder.model_name if embedder else None,
         embed_dim=embedder.dim if embedder else None,
         stored_model=stored,
-        counts=counts,
+        counts=per_tenant,
         missing_embeddings=missing,
         pending_cleanups=cleanups,
-        lexical_reason=store.lexical_reason,
+        lexical_reason=lexical_reason,
         embed_source=choice.source if choice else None,
         embed_model_path=str(choice.model_path) if choice and choice.model_path else None,
-        constraints_over_budget={
-            t: n for t in counts if (n := _platform_constraints_over_budget(store, t))
-        },
+        constraints_over_budget=constraints_over_budget,
     )
 
 
@@ -72,15 +89,17 @@ def collect_status(store: MemoryStore) -> StoreStatus:
 PROBE_USER = "harness-status-probe"
 
 
-def _platform_constraints_over_budget(store: MemoryStore, tenant: str) -> int:
-    """How many platform constraints a default-sized recall cannot place (each recall of
-    that tenant is then incomplete; the warning itself is logged once per caller and
-    interval)."""
-    store.retriever.incomplete_warnings.mute((tenant, PROBE_USER))
-    result = store.recall(RecallRequest(tenant=tenant, user_id=PROBE_USER))
-    if result.complete:
-        return 0
-    left_out = (
-        store.get(o.memory_id, tenant=tenant) for o in result.omitted if o.reason != "conflict"
-    )
+def probe_request(tenant: str) -> RecallRequest:
+    """The platform-constraint probe: a default-sized recall that sees platform items only."""
+    return RecallRequest(tenant=tenant, user_id=PROBE_USER)
+
+
+def left_out_ids(result: RecallResult) -> list[Any]:
+    """Ids the probe could not place for lack of room (conflicts are not a budget matter)."""
+    return [o.memory_id for o in result.omitted if o.reason != "conflict"]
+
+
+def constraints_among(left_out: Iterable[Memory | None]) -> int:
+    """How many of the left-out memories are platform constraints (each recall of that
+    tenant is then incomplete; the warning itself is logged once per caller and interval)."""
     return sum(1 for m in left_out if m and m.scope is Scope.PLATFORM and m.kind is Kind.CONSTRAINT)

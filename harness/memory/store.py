@@ -5,60 +5,52 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import ValidationError
 from sqlalchemy.engine import Connection, Engine
 
 from harness.clock import Clock, SystemClock
-from harness.errors import (
-    ConflictingState,
-    InvalidInput,
-    MemoryNotFound,
-    MemoryRejected,
-    StoreUnavailable,
+from harness.errors import StoreUnavailable
+from harness.identifiers import check_identifier
+from harness.memory import memory_ops, sql, vectors
+from harness.memory.checks import (
+    as_scope,
+    as_uuid,
+    check_now,
+    check_reason,
+    scope_key,
+    validate_candidates,
 )
-from harness.fingerprint import fingerprint
-from harness.identifiers import check_identifier, check_text
-from harness.memory import sql, vectors
+from harness.memory.connecting import AUTO, engine_options, pick_embedder, resolve_url
 from harness.memory.db import normalize_url, redact_url, translate_errors
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
-from harness.memory.migrate import check_schema_current, upgrade_to_head
-from harness.memory.model_choice import choose_model
+from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
+from harness.memory.ops import run_sync
+from harness.memory.ranking import RankingConfig, Scored
 from harness.memory.recall import RecallResult
-from harness.memory.retrieval import Retriever
+from harness.memory.retrieval import Retriever, coerce_request, query_vector, recall_failed
 from harness.memory.rls import assume_app_role
-from harness.memory.rows import memory_from_row
 from harness.memory.runs import RunRecords
-from harness.memory.status import StoreStatus, collect_status
-from harness.memory.types import (
-    AUTOMATIC_ORIGINS,
-    Memory,
-    MemoryCandidate,
-    RecallRequest,
-    Scope,
-    Status,
+from harness.memory.status import (
+    PROBE_USER,
+    StoreStatus,
+    build_status,
+    constraints_among,
+    left_out_ids,
+    probe_request,
+    status_counts,
 )
+from harness.memory.types import Memory, MemoryCandidate, RecallRequest, Scope
 from harness.settings import Settings
 
 __all__ = ["AUTO", "MemoryStore", "StoreStatus", "WriteMany", "normalize_url", "redact_url"]
 
 log = logging.getLogger(__name__)
-
-
-class _Auto:
-    def __repr__(self) -> str:
-        return "AUTO"
-
-
-#: Sentinel: load the embedder from settings.
-AUTO: Any = _Auto()
 
 #: ``write_many`` as handed to an idempotent attempt (bound to the request's transaction).
 WriteMany = Callable[[Sequence[MemoryCandidate | Mapping[str, Any]]], list[Memory]]
@@ -91,8 +83,8 @@ class MemoryStore:
         self.lexical_reason = lexical_reason
         #: Where the embedding model came from (None when the caller passed the embedder).
         self.embedder_choice: EmbedderChoice | None = None
-        self.retriever = Retriever(self)
-        self.runs = RunRecords(self)
+        self.retriever = Retriever(RankingConfig(top_n=settings.recall_top_n))
+        self.runs = RunRecords(self.transaction)
 
     # --- construction --------------------------------------------------------------------------
 
@@ -125,30 +117,8 @@ class MemoryStore:
             EmbeddingModelMismatch: vectors were built by another model (see ``reembed``).
         """
         settings = settings or Settings.from_env()
-        raw_url = url or settings.database_url_value
-        embedded = raw_url is None
-        if raw_url is None:
-            from harness.memory.embedded import embedded_url
-
-            raw_url = embedded_url(settings.home)
-        full_url = normalize_url(raw_url)
-        # ``options`` given here replaces the URL's: keep the operator's (e.g. search_path).
-        url_options = sa.engine.make_url(full_url).query.get("options")
-        if isinstance(url_options, tuple):
-            url_options = " ".join(url_options)
-        engine = sa.create_engine(
-            full_url,
-            pool_size=settings.pool_size,
-            max_overflow=settings.pool_size,
-            pool_pre_ping=True,
-            pool_timeout=10,
-            connect_args={
-                "connect_timeout": 5,
-                "options": (f"{url_options} " if url_options else "")
-                + f"-c statement_timeout={settings.statement_timeout_ms} "
-                f"-c lock_timeout={settings.lock_timeout_ms}",
-            },
-        )
+        full_url, embedded = resolve_url(url, settings)
+        engine = sa.create_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine, "connect", assume_app_role)
         try:
             mode = settings.migrate if migrate is None else ("auto" if migrate else "off")
@@ -166,29 +136,19 @@ class MemoryStore:
                     # Not migrating, nothing to wait for: the store degrades until the server
                     # is back (pre-ping reconnects); a wrong configuration still fails here.
                     log.warning("schema revision not checked: %s", exc)
-            reason: str | None = None
-            choice: EmbedderChoice | None = None
-            if embedder is AUTO:
-                choice = choose_model(settings, embedded=embedded)
-                embedder, reason = choice.embedder, choice.reason
-            elif embedder is None:
-                reason = "no embedder configured"
+            pick = pick_embedder(embedder, settings, embedded=embedded)
             store = cls(
                 engine,
                 settings=settings,
-                embedder=embedder,
+                embedder=pick.embedder,
                 guard=guard or default_guard(),
                 clock=clock or SystemClock(),
                 url=full_url,
-                lexical_reason=reason,
+                lexical_reason=pick.reason,
             )
-            store.embedder_choice = choice
-            if choice is not None and embedder is None:
-                # Once, through one channel; an explicit ``embedder=None`` is a choice, not news.
-                warnings.warn(
-                    choice.lexical_message(settings.embed_model), RuntimeWarning, stacklevel=2
-                )
-            elif embedder is not None and check_model:
+            store.embedder_choice = pick.choice
+            pick.warn_if_lexical(settings)
+            if pick.embedder is not None and check_model:
                 store.check_embedding_model()
             return store
         except BaseException:
@@ -248,59 +208,20 @@ class MemoryStore:
     def stored_model(self) -> tuple[str | None, int | None]:
         """The (model, dimension) recorded as having built this store's vectors."""
         with self.transaction("read metadata") as conn:
-            return vectors.stored_model(conn)
+            return run_sync(conn, vectors.stored_model_op())
 
     def check_embedding_model(self) -> None:
         """Raise ``EmbeddingModelMismatch`` when the configured model is not the recorded one."""
         if self.embedder is not None:
             with self.transaction("read metadata") as conn:
-                vectors.check_model(conn, self.embedder)
+                run_sync(conn, vectors.check_model(self.embedder))
 
     # --- write path ----------------------------------------------------------------------------
 
     def _validate(
         self, candidates: Sequence[MemoryCandidate | Mapping[str, Any]], *, single: bool = False
     ) -> list[MemoryCandidate]:
-        if not isinstance(candidates, (list, tuple)):
-            raise InvalidInput(
-                "candidates: write_many takes a list of candidates, not "
-                f"{type(candidates).__name__}",
-                fields=("candidates",),
-            )
-        out: list[MemoryCandidate] = []
-        for index, raw in enumerate(candidates):
-            # A single write's errors name fields only; a batch's also say which candidate.
-            where = "" if single else f"candidate {index}: "
-            if not isinstance(raw, (MemoryCandidate, Mapping)):
-                raise InvalidInput(
-                    f"{where}a MemoryCandidate or a mapping, not {type(raw).__name__}",
-                    fields=("candidate",),
-                )
-            try:
-                cand = raw if isinstance(raw, MemoryCandidate) else MemoryCandidate(**dict(raw))
-            except InvalidInput as exc:
-                raise InvalidInput(f"{where}{exc}", fields=exc.fields, errors=exc.errors) from exc
-            except (TypeError, ValidationError) as exc:
-                raise InvalidInput(f"{where}{exc}", fields=("candidate",)) from exc
-            if len(cand.content) > self.settings.max_content_chars:
-                raise InvalidInput(
-                    f"{where}content: {len(cand.content)} characters exceeds the "
-                    f"maximum of {self.settings.max_content_chars}",
-                    fields=("content",),
-                )
-            try:
-                self.guard.check(cand)
-            except MemoryRejected as exc:
-                raise MemoryRejected(
-                    exc.reason,
-                    rule=exc.rule,
-                    index=None if single else index,
-                    field=exc.field,
-                    position=exc.position,
-                    excerpt=exc.excerpt,
-                ) from None
-            out.append(cand)
-        return out
+        return validate_candidates(candidates, self.settings, self.guard, single=single)
 
     def write(self, candidate: MemoryCandidate | Mapping[str, Any]) -> Memory:
         """Validate, guard, embed and store one candidate; returns the stored memory.
@@ -326,136 +247,50 @@ class MemoryStore:
         if not cands:
             return []
         pairs = self._embed(cands)  # before taking a pooled connection
-        with self.transaction("write", tenant=cands[0].tenant) as conn:
-            return self._write_validated(conn, cands, pairs, cands[0].tenant)
+        tenant = cands[0].tenant
+        with self.transaction("write", tenant=tenant) as conn:
+            return run_sync(
+                conn,
+                memory_ops.write_validated(cands, pairs, tenant, self.embedder, self.clock.now()),
+            )
 
     def _embed(self, cands: list[MemoryCandidate]) -> vectors.Pairs | None:
         return vectors.embed_or_none(
             self.embedder, [c.content for c in cands], [c.context for c in cands]
         )
 
-    def _write_validated(
-        self,
-        conn: Connection,
-        cands: list[MemoryCandidate],
-        pairs: vectors.Pairs | None,
-        tenant: str | None,
-    ) -> list[Memory]:
-        """Write validated candidates on ``conn``, whose transaction admits ``tenant``."""
-        now = self.clock.now()
-        if pairs is not None and self.embedder is not None:
-            vectors.claim_model(conn, self.embedder)
-        # Every lock this batch needs, in one global order: concurrent batches cannot deadlock,
-        # and a keyless content is checked and inserted by one writer at a time.
-        for name in sorted({n for n in map(_lock_name, cands) if n is not None}):
-            conn.execute(sql.lock_name(name))
-        written: list[Memory] = []
-        for i, cand in enumerate(cands):
-            if cand.tenant != tenant:
-                tenant = cand.tenant
-                conn.execute(sql.set_tenant(tenant))
-            vector = pairs[0][i] if pairs else None
-            context_vector = pairs[1][i] if pairs else None
-            written.append(self._write_one(conn, cand, vector, context_vector, now))
-        return written
-
-    def _write_one(
-        self,
-        conn: Connection,
-        cand: MemoryCandidate,
-        vector: list[float] | None,
-        context_vector: list[float] | None,
-        now: datetime,
-    ) -> Memory:
-        pending = cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS
-        fp = fingerprint(cand.content)
-        new_id = uuid.uuid4()
-        supersedes: uuid.UUID | None = None
-        if cand.key is None:
-            existing = (
-                conn.execute(
-                    sql.active_with_fingerprint(
-                        cand.tenant, cand.scope, cand.scope_key, cand.kind, fp
-                    )
-                )
-                .mappings()
-                .first()
-            )
-            if existing is not None:
-                if pending or existing["status"] == Status.ACTIVE.value:
-                    return memory_from_row(existing)
-                # A deliberate write of what an automatic one proposed: it takes effect now and
-                # the waiting proposal is closed as superseded by it (linked both ways).
-                supersedes = existing["id"]
-                conn.execute(sql.supersede(cand.tenant, existing["id"], new_id))
-                log.info("write %s supersedes identical pending memory %s", new_id, supersedes)
-        elif not pending:
-            old = (
-                conn.execute(sql.active_for_key(cand.tenant, cand.scope, cand.scope_key, cand.key))
-                .mappings()
-                .first()
-            )
-            if old is not None:
-                supersedes = old["id"]
-                conn.execute(sql.supersede(cand.tenant, old["id"], new_id))
-        row = {
-            "id": new_id,
-            "tenant": cand.tenant,
-            "scope": cand.scope.value,
-            "scope_id": cand.scope_key,
-            "kind": cand.kind.value,
-            "memory_key": cand.key,
-            "content": cand.content,
-            "context": cand.context,
-            "priority": cand.priority,
-            "status": (Status.PENDING_APPROVAL if pending else Status.ACTIVE).value,
-            "origin": cand.source.origin.value,
-            "run_id": cand.source.run_id,
-            "verdict_id": cand.source.verdict_id,
-            "created_at": now,
-            "expires_at": cand.expires_at,
-            "supersedes": supersedes,
-            "fingerprint": fp,
-            "embedding": vector,
-            "context_embedding": context_vector,
-        }
-        return memory_from_row(conn.execute(sql.insert_memory(row)).mappings().one())
-
     # --- reads ---------------------------------------------------------------------------------
 
     def get(self, memory_id: uuid.UUID | str, *, tenant: str) -> Memory | None:
         """The tenant's memory with that id, whatever its status; None when the tenant has none
         (an id of another tenant is not found)."""
-        mid = _as_uuid(memory_id)
+        mid = as_uuid(memory_id)
         tenant = check_identifier(tenant, "tenant")
         with self.transaction("get", tenant=tenant) as conn:
-            row = conn.execute(sql.by_id(tenant, mid)).mappings().first()
-        return memory_from_row(row) if row else None
+            return run_sync(conn, memory_ops.get(tenant, mid))
 
     def history(
         self, tenant: str, scope: Scope | str, scope_id: str | None, key: str
     ) -> list[Memory]:
         """Every version of one key, oldest first (superseded ones included)."""
         tenant = check_identifier(tenant, "tenant")
-        scope = _as_scope(scope)
-        scope_key = _scope_key(scope, scope_id)
+        scope = as_scope(scope)
+        skey = scope_key(scope, scope_id)
         key = check_identifier(key, "key")
         with self.transaction("history", tenant=tenant) as conn:
-            rows = conn.execute(sql.history(tenant, scope, scope_key, key)).mappings().all()
-        return [memory_from_row(r) for r in rows]
+            return run_sync(conn, memory_ops.history(tenant, scope, skey, key))
 
     def pending(self, tenant: str) -> list[Memory]:
         """Memories of the tenant waiting for an admin decision, oldest first."""
         tenant = check_identifier(tenant, "tenant")
         with self.transaction("pending", tenant=tenant) as conn:
-            rows = conn.execute(sql.pending(tenant)).mappings().all()
-        return [memory_from_row(r) for r in rows]
+            return run_sync(conn, memory_ops.pending(tenant))
 
     def audit(self, tenant: str) -> list[dict[str, Any]]:
         """Every approval decision of the tenant, oldest first (who, when, what, reason)."""
         tenant = check_identifier(tenant, "tenant")
         with self.transaction("audit", tenant=tenant) as conn:
-            return [dict(r) for r in conn.execute(sql.approval_audit(tenant)).mappings().all()]
+            return run_sync(conn, memory_ops.audit(tenant))
 
     # --- approval ------------------------------------------------------------------------------
 
@@ -474,10 +309,7 @@ class MemoryStore:
     ) -> Memory:
         """Reject the tenant's pending memory with a reason; it is kept (status rejected) and
         audited. Raises like :meth:`approve`."""
-        reason = check_text(reason, "reason", max_length=4000)
-        if not reason.strip():
-            raise InvalidInput("reason: a rejection needs a reason", fields=("reason",))
-        return self._decide(memory_id, approver, tenant, "rejected", reason)
+        return self._decide(memory_id, approver, tenant, "rejected", check_reason(reason))
 
     def _decide(
         self,
@@ -489,88 +321,36 @@ class MemoryStore:
     ) -> Memory:
         approver = check_identifier(approver, "approver")
         tenant = check_identifier(tenant, "tenant")
-        mid = _as_uuid(memory_id)
-        now = self.clock.now()
+        op = memory_ops.decide(
+            tenant, as_uuid(memory_id), approver, decision, reason, self.clock.now()
+        )
         with self.transaction(decision, tenant=tenant) as conn:
-            row = conn.execute(sql.by_id(tenant, mid, for_update=True)).mappings().first()
-            if row is None:
-                raise MemoryNotFound(f"tenant {tenant!r} has no memory with id {mid}")
-            if row["status"] != Status.PENDING_APPROVAL.value:
-                raise ConflictingState(f"memory {mid} is {row['status']}, not pending_approval")
-            values: dict[str, Any] = {
-                "approved_by": approver,
-                "approved_at": now,
-                "approval_decision": decision,
-                "approval_reason": reason,
-            }
-            if decision == "approved":
-                values["status"] = Status.ACTIVE.value
-                if row["memory_key"] is not None:
-                    scope = Scope(row["scope"])
-                    conn.execute(sql.lock_key(tenant, scope, row["scope_id"], row["memory_key"]))
-                    old = (
-                        conn.execute(
-                            sql.active_for_key(tenant, scope, row["scope_id"], row["memory_key"])
-                        )
-                        .mappings()
-                        .first()
-                    )
-                    if old is not None:
-                        conn.execute(sql.supersede(tenant, old["id"], mid))
-                        values["supersedes"] = old["id"]
-            else:
-                values["status"] = Status.REJECTED.value
-            conn.execute(sql.set_status(tenant, mid, values))
-            conn.execute(
-                sql.insert_approval(
-                    {
-                        "tenant": tenant,
-                        "memory_id": mid,
-                        "decision": decision,
-                        "actor": approver,
-                        "reason": reason,
-                        "decided_at": now,
-                    }
-                )
-            )
-            updated = conn.execute(sql.by_id(tenant, mid)).mappings().one()
-        return memory_from_row(updated)
+            return run_sync(conn, op)
 
     # --- deletion ------------------------------------------------------------------------------
 
     def forget(self, memory_id: uuid.UUID | str, *, tenant: str) -> bool:
         """Delete one of the tenant's memories and its embedding for good. Idempotent: returns
         False when the tenant has no memory with that id (another tenant's id included)."""
-        mid = _as_uuid(memory_id)
+        mid = as_uuid(memory_id)
         tenant = check_identifier(tenant, "tenant")
         with self.transaction("forget", tenant=tenant) as conn:
-            row = conn.execute(sql.by_id(tenant, mid, for_update=True)).mappings().first()
-            if row is None:
-                return False
-            for stmt in sql.unlink(tenant, mid):
-                conn.execute(stmt)
-            conn.execute(sql.delete_by_id(tenant, mid))
-        return True
+            return run_sync(conn, memory_ops.forget(tenant, mid))
 
     def delete_scope(self, tenant: str, scope: Scope | str, scope_id: str | None) -> int:
         """Delete every memory of one (tenant, scope, scope_id), all statuses. Returns the count."""
         tenant = check_identifier(tenant, "tenant")
-        scope = _as_scope(scope)
-        scope_key = _scope_key(scope, scope_id)
+        scope = as_scope(scope)
+        skey = scope_key(scope, scope_id)
         with self.transaction("delete scope", tenant=tenant) as conn:
-            return conn.execute(sql.delete_scope(tenant, scope, scope_key)).rowcount
+            return run_sync(conn, memory_ops.delete_scope(tenant, scope, skey))
 
     def purge_expired(self, now: datetime | None = None) -> int:
         """Delete memories whose ``expires_at <= now``, tenant by tenant. Returns the count."""
-        if now is not None and not isinstance(now, datetime):
-            raise InvalidInput("now: a timezone-aware datetime", fields=("now",))
+        check_now(now)
         at = now or self.clock.now()
-        total = 0
         with self.maintenance("purge expired") as conn:
-            tenants = conn.execute(sql.tenants_with_expired(at)).scalars().all()
-            for tenant in tenants:
-                total += conn.execute(sql.purge_expired(tenant, at)).rowcount
-        return total
+            return run_sync(conn, memory_ops.purge_expired(at))
 
     # --- recall --------------------------------------------------------------------------------
 
@@ -580,18 +360,37 @@ class MemoryStore:
         Never raises because of the database unless ``request.strict``: a failure returns an
         empty result with ``complete=False`` and logs a warning. See SPEC section 5.
         """
-        if isinstance(request, RecallRequest):
-            return self.retriever.recall(request)
-        if not isinstance(request, Mapping):
-            raise InvalidInput(
-                f"request: a RecallRequest or a mapping, not {type(request).__name__}",
-                fields=("request",),
-            )
+        req = coerce_request(request)
         try:
-            req = RecallRequest(**dict(request))
-        except TypeError as exc:  # e.g. non-string keys
-            raise InvalidInput(f"request: {exc}", fields=("request",)) from exc
-        return self.retriever.recall(req)
+            return self._recall(req)
+        except Exception as exc:  # the host run must go on without memory, whatever failed
+            return recall_failed(req, exc)
+
+    def _recall(self, req: RecallRequest) -> RecallResult:
+        now = req.now or self.clock.now()
+        cap = self.settings.narrow_scope_cap
+        qv = query_vector(self.embedder, req.query, self.retriever.query_vectors)
+        with self.transaction("recall", tenant=req.tenant) as conn:
+            fetched = run_sync(conn, self.retriever.fetch_op(req, qv, now, cap))
+        return self.retriever.assemble_result(fetched, req, cap)
+
+    def signals(
+        self, request: RecallRequest | Mapping[str, Any], *, use_vector: bool = True
+    ) -> tuple[list[Scored], bool]:
+        """Every relevance-ranked candidate of a request with its raw signals, unjudged, and
+        whether the query ran without a vector (always so with ``use_vector=False``, which
+        ranks as a lexical-only store would). Read-only; for benchmarks and fitting the judge.
+        """
+        req = coerce_request(request)
+        now = req.now or self.clock.now()
+        qv = (
+            query_vector(self.embedder, req.query, self.retriever.query_vectors)
+            if use_vector
+            else None
+        )
+        with self.transaction("recall", tenant=req.tenant) as conn:
+            rows = run_sync(conn, self.retriever.signals_op(req, qv, now))
+        return rows, qv is None
 
     # --- idempotent requests -------------------------------------------------------------------
 
@@ -614,18 +413,10 @@ class MemoryStore:
         tenant = check_identifier(tenant, "tenant")
         key = check_identifier(key, "Idempotency-Key")
         with translate_errors("idempotent request"), self._engine.connect() as conn:
-            conn.execute(sql.set_tenant(tenant))
-            conn.execute(sql.lock_idempotency(tenant, key))
-            record = conn.execute(sql.idempotency_record(tenant, key)).mappings().first()
+            record = run_sync(conn, memory_ops.idempotency_lookup(tenant, key))
             if record is not None:
                 conn.rollback()
-                if record["request_sha256"] != request_sha256:
-                    return (
-                        409,
-                        {"error": "Idempotency-Key was used with a different body"},
-                        False,
-                    )
-                return record["status_code"], dict(record["response"]), True
+                return memory_ops.replay(record, request_sha256)
 
             def write_here(
                 candidates: Sequence[MemoryCandidate | Mapping[str, Any]],
@@ -633,24 +424,20 @@ class MemoryStore:
                 cands = self._validate(candidates)
                 if not cands:
                     return []
-                return self._write_validated(conn, cands, self._embed(cands), tenant)
+                op = memory_ops.write_validated(
+                    cands, self._embed(cands), tenant, self.embedder, self.clock.now()
+                )
+                return run_sync(conn, op)
 
             status, payload, _ = attempt(write_here)
             if status >= 500:
                 conn.rollback()
                 return status, payload, False
-            conn.execute(sql.set_tenant(tenant))  # the batch may have named other tenants
-            conn.execute(
-                sql.insert_idempotency_record(
-                    {
-                        "tenant": tenant,
-                        "idempotency_key": key,
-                        "request_sha256": request_sha256,
-                        "status_code": status,
-                        "response": payload,
-                        "created_at": self.clock.now(),
-                    }
-                )
+            run_sync(
+                conn,
+                memory_ops.idempotency_record(
+                    tenant, key, request_sha256, status, payload, self.clock.now()
+                ),
             )
             conn.commit()
             return status, payload, False
@@ -669,53 +456,47 @@ class MemoryStore:
         Side effects: rewrites embeddings (all rows, or only missing ones) and the recorded
         model. Idempotent. Returns how many rows were embedded.
         """
-        return vectors.reembed(self, batch_size=batch_size, all_rows=all_rows, progress=progress)
+        embedder = vectors.require_embedder(self.embedder, self.lexical_reason)
+        with self.maintenance("reembed prepare", as_owner=True) as conn:
+            all_rows, total = run_sync(conn, vectors.reembed_prepare(embedder, all_rows=all_rows))
+        done = 0
+        after: uuid.UUID | None = None
+        while True:
+            with self.maintenance("reembed") as conn:
+                rows = run_sync(conn, vectors.reembed_batch(batch_size, after, all_rows=all_rows))
+                if not rows:
+                    break
+                pairs = vectors.embed_pairs(
+                    embedder, [r.content for r in rows], [r.context for r in rows]
+                )
+                run_sync(conn, vectors.store_embeddings(rows, pairs))
+            after = rows[-1].id
+            done += len(rows)
+            if progress:
+                progress(done, total)
+        return done
 
     def status(self) -> StoreStatus:
-        """Redacted URL, schema revision, embedder mode, counts per tenant and status."""
-        return collect_status(self)
-
-
-def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:
-    if isinstance(value, uuid.UUID):
-        return value
-    if not isinstance(value, str):
-        raise InvalidInput(
-            f"memory_id: an id is a UUID or its string, not {type(value).__name__}",
-            fields=("memory_id",),
+        """Redacted URL, schema revision, embedder mode, counts per tenant and status, and per
+        tenant the platform constraints a default-sized recall cannot place. Read-only: one
+        transaction for the counts, then one probe recall per tenant."""
+        with self.maintenance("status") as conn:
+            revision = current_revision(conn)
+            counts = run_sync(conn, status_counts())
+        over_budget: dict[str, int] = {}
+        for tenant in counts[0]:
+            self.retriever.incomplete_warnings.mute((tenant, PROBE_USER))
+            result = self.recall(probe_request(tenant))
+            if not result.complete:
+                left_out = [self.get(i, tenant=tenant) for i in left_out_ids(result)]
+                if n := constraints_among(left_out):
+                    over_budget[tenant] = n
+        return build_status(
+            url=self.url,
+            revision=revision,
+            embedder=self.embedder,
+            choice=self.embedder_choice,
+            lexical_reason=self.lexical_reason,
+            counts=counts,
+            constraints_over_budget=over_budget,
         )
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise InvalidInput(
-            f"memory_id: {value!r} is not a valid id", fields=("memory_id",)
-        ) from None
-
-
-def _lock_name(cand: MemoryCandidate) -> str | None:
-    """The advisory lock a candidate's write takes: its key, or its keyless content."""
-    if cand.key is None:
-        return sql.fingerprint_lock_name(
-            cand.tenant, cand.scope, cand.scope_key, cand.kind, fingerprint(cand.content)
-        )
-    if cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS:
-        return None  # pending: supersedes nothing until approved
-    return sql.key_lock_name(cand.tenant, cand.scope, cand.scope_key, cand.key)
-
-
-def _scope_key(scope: Scope, scope_id: str | None) -> str:
-    """``scope_id`` as stored; platform is "" and every other scope needs a valid id."""
-    if scope is Scope.PLATFORM:
-        if scope_id:
-            raise InvalidInput("scope_id: must be empty for platform scope", fields=("scope_id",))
-        return ""
-    return check_identifier(scope_id, "scope_id")
-
-
-def _as_scope(value: Scope | str) -> Scope:
-    try:
-        return Scope(value)
-    except ValueError:
-        raise InvalidInput(
-            f"scope: {value!r} is not one of session, workflow, user, platform", fields=("scope",)
-        ) from None

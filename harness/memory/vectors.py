@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from harness.errors import EmbeddingModelMismatch, StoreError
 from harness.memory import sql
 from harness.memory.embedder import Embedder
-
-if TYPE_CHECKING:
-    from harness.memory.store import MemoryStore
+from harness.memory.ops import Op, run_sync
 
 __all__ = [
     "META_DIM",
@@ -24,9 +22,14 @@ __all__ = [
     "claim_model",
     "embed_or_none",
     "embed_pairs",
+    "ensure_dimension",
     "record_model",
-    "reembed",
+    "reembed_batch",
+    "reembed_prepare",
+    "require_embedder",
+    "store_embeddings",
     "stored_model",
+    "stored_model_op",
 ]
 
 log = logging.getLogger(__name__)
@@ -37,40 +40,45 @@ META_DIM = "embedding_dim"
 Pairs = tuple[list[list[float] | None], list[list[float] | None]]
 
 
-def stored_model(conn: Connection) -> tuple[str | None, int | None]:
+def stored_model_op() -> Op[tuple[str | None, int | None]]:
     """The (model, dimension) recorded as having built this store's vectors."""
-    meta = {name: value for name, value in conn.execute(sql.meta_get())}
+    meta = {name: value for name, value in (yield sql.meta_get())}
     dim = meta.get(META_DIM)
     return meta.get(META_MODEL), int(dim) if dim else None
 
 
-def check_model(conn: Connection, embedder: Embedder) -> None:
+def stored_model(conn: Connection) -> tuple[str | None, int | None]:
+    """:func:`stored_model_op` on a sync connection."""
+    return run_sync(conn, stored_model_op())
+
+
+def check_model(embedder: Embedder) -> Op[None]:
     """Raise ``EmbeddingModelMismatch`` when ``embedder`` is not the recorded model."""
-    stored, stored_dim = stored_model(conn)
+    stored, stored_dim = yield from stored_model_op()
     if stored is not None and (stored != embedder.model_name or stored_dim != embedder.dim):
         raise EmbeddingModelMismatch(stored, stored_dim or 0, embedder.model_name, embedder.dim)
 
 
-def ensure_dimension(conn: Connection, dim: int) -> None:
+def ensure_dimension(dim: int) -> Op[None]:
     """Re-declare the vector columns when they are not ``vector(dim)`` (clears vectors)."""
-    if conn.execute(sql.vector_column_type()).scalar_one() != f"vector({dim})":
+    if (yield sql.vector_column_type()).scalar_one() != f"vector({dim})":
         # Only the tables' owner may re-declare a column: the login, for these statements.
-        role = conn.execute(sql.current_role()).scalar_one()
-        conn.execute(sql.reset_local_role())
+        role = (yield sql.current_role()).scalar_one()
+        yield sql.reset_local_role()
         for statement in sql.retype_vectors(dim):
-            conn.execute(statement)
-        conn.execute(sql.set_local_role(role))
+            _ = yield statement  # one round trip each
+        yield sql.set_local_role(role)
 
 
-def record_model(conn: Connection, embedder: Embedder, *, overwrite: bool = False) -> None:
+def record_model(embedder: Embedder, *, overwrite: bool = False) -> Op[None]:
     """Record ``embedder`` as the store's model (first use, or a reembed). Clears vectors when
     the dimension changes; callers hold :func:`sql.lock_model` exclusively."""
-    ensure_dimension(conn, embedder.dim)
-    conn.execute(sql.meta_upsert(META_MODEL, embedder.model_name, overwrite=overwrite))
-    conn.execute(sql.meta_upsert(META_DIM, str(embedder.dim), overwrite=overwrite))
+    yield from ensure_dimension(embedder.dim)
+    yield sql.meta_upsert(META_MODEL, embedder.model_name, overwrite=overwrite)
+    yield sql.meta_upsert(META_DIM, str(embedder.dim), overwrite=overwrite)
 
 
-def claim_model(conn: Connection, embedder: Embedder) -> None:
+def claim_model(embedder: Embedder) -> Op[None]:
     """Write path: vectors of ``embedder`` may be stored in this transaction.
 
     Holds the model lock shared until the transaction ends, so a reembed cannot record another
@@ -80,16 +88,16 @@ def claim_model(conn: Connection, embedder: Embedder) -> None:
     Raises:
         EmbeddingModelMismatch: another model is recorded (e.g. another process re-embedded).
     """
-    conn.execute(sql.lock_model(shared=True))
-    stored, _ = stored_model(conn)
+    yield sql.lock_model(shared=True)
+    stored, _ = yield from stored_model_op()
     if stored is None:
         # First vector write: serialise first writers; the winner records its model.
-        conn.execute(sql.lock_name("harness.embedding_model.first"))
-        stored, _ = stored_model(conn)
+        yield sql.lock_name("harness.embedding_model.first")
+        stored, _ = yield from stored_model_op()
         if stored is None:
-            record_model(conn, embedder)
+            yield from record_model(embedder)
             return
-    check_model(conn, embedder)
+    yield from check_model(embedder)
 
 
 def embed_pairs(
@@ -123,47 +131,41 @@ def embed_or_none(
         return None
 
 
-def reembed(
-    store: MemoryStore,
-    *,
-    batch_size: int,
-    all_rows: bool,
-    progress: Callable[[int, int], None] | None,
-) -> int:
-    """Rebuild vectors with the store's embedder, batch by batch; see ``MemoryStore.reembed``."""
-    embedder = store.embedder
+def reembed_prepare(embedder: Embedder, *, all_rows: bool) -> Op[tuple[bool, int]]:
+    """Record ``embedder`` as the store's model (as the owner, model lock held exclusively) and
+    count the rows to embed. Returns (all_rows, total): all rows when the model changed."""
+    # Recorded first, so a process still writing with the old model is refused from now on
+    # instead of mixing its vectors into the rebuilt ones.
+    yield sql.lock_model(shared=False)
+    stored, stored_dim = yield from stored_model_op()
+    if stored is not None and (stored != embedder.model_name or stored_dim != embedder.dim):
+        all_rows = True
+    yield from record_model(embedder, overwrite=True)
+    total = int((yield sql.count_memories(missing_vector_only=not all_rows)).scalar_one())
+    return all_rows, total
+
+
+def reembed_batch(batch_size: int, after: uuid.UUID | None, *, all_rows: bool) -> Op[list[Any]]:
+    """The next rows to embed, in id order after ``after``."""
+    return list((yield sql.missing_embeddings(batch_size, after, all_rows=all_rows)).all())
+
+
+def store_embeddings(rows: Sequence[Any], pairs: Pairs) -> Op[None]:
+    """Write the vectors of ``rows`` (one statement, executemany)."""
+    content_vecs, context_vecs = pairs
+    yield (
+        sql.set_embedding(),
+        [
+            {"b_id": r.id, "b_embedding": v, "b_context_embedding": cv}
+            for r, v, cv in zip(rows, content_vecs, context_vecs, strict=True)
+        ],
+    )
+
+
+def require_embedder(embedder: Embedder | None, lexical_reason: str | None) -> Embedder:
+    """The embedder reembed needs, or ``StoreError`` saying why there is none."""
     if embedder is None:
         raise StoreError(
-            f"reembed needs an embedding model; none could be loaded ({store.lexical_reason})"
+            f"reembed needs an embedding model; none could be loaded ({lexical_reason})"
         )
-    with store.maintenance("reembed prepare", as_owner=True) as conn:
-        # Recorded first, so a process still writing with the old model is refused from now on
-        # instead of mixing its vectors into the rebuilt ones.
-        conn.execute(sql.lock_model(shared=False))
-        stored, stored_dim = stored_model(conn)
-        if stored is not None and (stored != embedder.model_name or stored_dim != embedder.dim):
-            all_rows = True
-        record_model(conn, embedder, overwrite=True)
-        total = int(conn.execute(sql.count_memories(missing_vector_only=not all_rows)).scalar_one())
-    done = 0
-    after: uuid.UUID | None = None
-    while True:
-        with store.maintenance("reembed") as conn:
-            rows = conn.execute(sql.missing_embeddings(batch_size, after, all_rows=all_rows)).all()
-            if not rows:
-                break
-            content_vecs, context_vecs = embed_pairs(
-                embedder, [r.content for r in rows], [r.context for r in rows]
-            )
-            conn.execute(
-                sql.set_embedding(),
-                [
-                    {"b_id": r.id, "b_embedding": v, "b_context_embedding": cv}
-                    for r, v, cv in zip(rows, content_vecs, context_vecs, strict=True)
-                ],
-            )
-        after = rows[-1].id
-        done += len(rows)
-        if progress:
-            progress(done, total)
-    return done
+    return embedder

@@ -828,7 +828,7 @@ ORDINARY_TEMPLATES = [
     "You are now able to {capability} from the admin page.",
     "System: {os}",
     '{{"password": null, "user": "{thing}"}} is what the fixture sends before login.',
-    "password = os.environ[\"{env}\"]  # read at start-up",
+    'password = os.environ["{env}"]  # read at start-up',
     "api_key: ${{{env}}}",
     "Set `{env}=<your key>` in .env; the example file shows the shape.",
     "The {thing} token looks like `xoxb-...`; never paste a real one into memory.",
@@ -987,7 +987,8 @@ def ordinary() -> list[dict[str, str]]:
             date=f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
             n=str(rng.randint(2, 8192)),
             ulid="01" + rand("0123456789ABCDEFGHJKMNPQRSTVWXYZ", 24),
-            keyid=f"kid-{rand(HEX, 8)}", b64fp=rand(B64, 43),
+            keyid=f"kid-{rand(HEX, 8)}",
+            b64fp=rand(B64, 43),
         )
         text = tpl.format(**values)
         if text not in seen:
