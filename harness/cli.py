@@ -424,6 +424,9 @@ def _bind(config: ServeConfig) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((config.host, config.port))
+        # Listening now queues clients that connect between the start line and the server's
+        # first accept, instead of refusing them.
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise _fail(
