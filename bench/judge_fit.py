@@ -117,49 +117,48 @@ def design(
     return np.asarray(xs), np.asarray(ys), w / w.sum() * len(w)
 
 
-def fit(
-    x: np.ndarray, y: np.ndarray, w: np.ndarray, names: list[str]
-) -> tuple[float, dict[str, float]]:
-    """Weighted logistic regression; evidence weights >= 0, offsets free, intercept free."""
-    n = x.shape[1]
+def logistic(
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    bounds: list[tuple[float | None, float | None]],
+    l2: float,
+    start: np.ndarray | None = None,
+) -> np.ndarray:
+    """Weighted logistic regression by L-BFGS-B: ``theta[0]`` the intercept, ``theta[1:]`` the
+    weights of ``x``'s columns, each within ``bounds`` (intercept first); L2 on the weights."""
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        z = theta[0] + x @ theta[1:]
-        p = 1.0 / (1.0 + np.exp(-z))
+        p = 1.0 / (1.0 + np.exp(-(theta[0] + x @ theta[1:])))
         eps = 1e-12
         nll = -np.sum(w * (y * np.log(p + eps) + (1 - y) * np.log(1 - p + eps))) / len(y)
         grad_z = w * (p - y) / len(y)
         grad = np.concatenate([[grad_z.sum()], x.T @ grad_z])
-        nll += L2 * float(theta[1:] @ theta[1:])
-        grad[1:] += 2 * L2 * theta[1:]
+        nll += l2 * float(theta[1:] @ theta[1:])
+        grad[1:] += 2 * l2 * theta[1:]
         return float(nll), grad
 
-    bounds = [(None, None)] + [
+    first = np.zeros(x.shape[1] + 1) if start is None else start
+    return np.asarray(minimize(loss, first, jac=True, method="L-BFGS-B", bounds=bounds).x)
+
+
+def fit(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray, names: list[str]
+) -> tuple[float, dict[str, float]]:
+    """The judge's model: evidence weights >= 0, offsets and intercept free."""
+    bounds: list[tuple[float | None, float | None]] = [(None, None)] + [
         (0.0, None) if name in EVIDENCE_FEATURES else (None, None) for name in names
     ]
-    res = minimize(loss, np.zeros(n + 1), jac=True, method="L-BFGS-B", bounds=bounds)
-    theta = res.x
+    theta = logistic(x, y, w, bounds, L2)
     return float(theta[0]), {name: float(theta[i + 1]) for i, name in enumerate(names)}
 
 
 def platt(z: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float]:
     """Platt scaling: ``a, b`` with ``sigmoid(a * z + b)`` calibrated on (z, y); ``a > 0``."""
-
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        p = 1.0 / (1.0 + np.exp(-(theta[0] * z + theta[1])))
-        eps = 1e-12
-        nll = -np.sum(w * (y * np.log(p + eps) + (1 - y) * np.log(1 - p + eps))) / len(y)
-        g = w * (p - y) / len(y)
-        return float(nll), np.asarray([float(g @ z), float(g.sum())])
-
-    res = minimize(
-        loss,
-        np.asarray([1.0, 0.0]),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(1e-3, None), (None, None)],
+    b, a = logistic(
+        z[:, None], y, w, [(None, None), (1e-3, None)], 0.0, start=np.asarray([0.0, 1.0])
     )
-    return float(res.x[0]), float(res.x[1])
+    return float(a), float(b)
 
 
 _RANKED: dict[tuple[int, str, int], list[Ranked]] = {}
