@@ -85,6 +85,20 @@ class RankingConfig:
     #: How many candidates, best fused first, the judge reads; the rest are dropped unjudged
     #: (it bounds recall's Python work; the retrievers return at most 2 x ``depth``).
     judge_depth: int = 200
+
+    def judge_mode(self, *, lexical_only: bool) -> Literal["hybrid", "lexical"]:
+        """Which fitted model judges: "hybrid" when vectors rank, else "lexical"."""
+        return "hybrid" if self.mode != "lexical" and not lexical_only else "lexical"
+
+    def bar(self, *, lexical_only: bool, override: float | None = None) -> float:
+        """The probability an item needs: ``override`` (a request's), else this config's
+        ``threshold``, else the fitted threshold of the model that judges."""
+        if override is not None:
+            return override
+        if self.threshold is not None:
+            return self.threshold
+        return self.judge.params(self.judge_mode(lexical_only=lexical_only)).threshold
+
     judge: JudgeModel = field(default_factory=default_judge)
 
 
@@ -112,18 +126,16 @@ def fuse(
     """Fuse by weighted RRF, judge the best ``judge_depth``, keep what passes, cut to ``top_n``.
 
     Returns ``(kept, dropped)``: kept best first by the judge's probability (by fused score
-    when ``use_floor`` is off); dropped are those the judge turned away or beyond top-N. ``threshold`` (else ``cfg.threshold``, else the judge's own)
-    is the probability an item needs. ``stats`` is the query's score distribution (computed
+    when ``use_floor`` is off); dropped are those the judge turned away or beyond top-N.
+    ``threshold`` overrides the bar an item needs (:meth:`RankingConfig.bar`). ``stats`` is the query's score distribution (computed
     from ``rows`` when not given). Deterministic: ties break by id.
     """
     rows = list(rows)
     limit = cfg.top_n if top_n is None else top_n
-    use_vector = cfg.mode != "lexical" and not lexical_only
+    judge_mode = cfg.judge_mode(lexical_only=lexical_only)
+    use_vector = judge_mode == "hybrid"
     use_lexical = cfg.mode != "vector"
-    judge_mode: Literal["hybrid", "lexical"] = "hybrid" if use_vector else "lexical"
-    params = cfg.judge.params(judge_mode)
-    bar = threshold if threshold is not None else cfg.threshold
-    bar = params.threshold if bar is None else bar
+    bar = cfg.bar(lexical_only=lexical_only, override=threshold)
     qstats = stats or stats_of(rows)
     fused: list[tuple[float, Scored]] = []
     for s in rows:

@@ -137,15 +137,6 @@ class Retriever:
         self.incomplete_warnings = OncePerInterval(300.0)
         self.query_vectors = QueryVectorCache(1024)
 
-    def _threshold(self, req: RecallRequest, lexical_only: bool) -> float:
-        """The probability a ranked item needs: the request's, the config's, or the judge's."""
-        if req.relevance_threshold is not None:
-            return req.relevance_threshold
-        if self.ranking.threshold is not None:
-            return self.ranking.threshold
-        vector = self.ranking.mode != "lexical" and not lexical_only
-        return self.ranking.judge.params("hybrid" if vector else "lexical").threshold
-
     def _large_pool(self, shape: dict[str, bool], params: dict[str, Any]) -> Op[bool]:
         if self.strategy != "auto":
             return self.strategy == "hnsw"
@@ -287,7 +278,7 @@ class Retriever:
                         f"relevant: {_signals(item)}",
                     )
                 )
-        bar = self._threshold(req, lexical_only)
+        bar = self.ranking.bar(lexical_only=lexical_only, override=req.relevance_threshold)
         for item in dropped:
             if item.judgement is UNJUDGED:
                 why = f"beyond the first {self.ranking.judge_depth} by fused rank, not judged"
