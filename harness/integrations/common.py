@@ -1,0 +1,354 @@
+"""One agent run's memory, whatever the runtime: recall once, a RecallSet, writes after the verdict.
+
+:class:`MemoryRun` is what the runtime modules (``pydantic_ai``, ``openai_agents``) wire into
+their framework. It holds the caller's verified identity (never taken from model output), recalls
+once, at the first request for instructions, answers RecallSet tool calls with text (a bad call
+is an ``error: ...`` answer, never an exception), and writes to the MemoryStore only in
+:meth:`MemoryRun.remember`, after the caller's final verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from harness.engine import EngineConfig, RunOutcome, Verdict
+from harness.errors import ConflictingState, HarnessError, InvalidInput, MemoryRejected
+from harness.extract import ExtractionContext, Extractor
+from harness.fingerprint import fingerprint
+from harness.lessons import is_concrete_feedback, lesson_candidate
+from harness.memory.async_store import AsyncMemoryStore
+from harness.memory.recall import RecallResult
+from harness.memory.store import MemoryStore
+from harness.memory.types import MemoryCandidate, RecallRequest
+from harness.recallset import TOOL_DEFINITIONS, RecallSet, RecallSetTools
+from harness.recallset.tools import ToolAnswer
+
+__all__ = ["MemoryRun", "RecallSetToolSpec", "candidates_after_verdict", "recallset_tool_specs"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RecallSetToolSpec:
+    """One RecallSet tool as a runtime needs it: name, description, JSON schema of arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+def recallset_tool_specs() -> list[RecallSetToolSpec]:
+    """The four RecallSet tools (add, mark, read, overview), as fresh copies."""
+    return [
+        RecallSetToolSpec(d["name"], d["description"], json.loads(json.dumps(d["input_schema"])))
+        for d in TOOL_DEFINITIONS
+    ]
+
+
+def candidates_after_verdict(
+    outcome: RunOutcome,
+    *,
+    tenant: str,
+    user_id: str,
+    workflow_id: str | None,
+    session_id: str | None,
+    task_input: str,
+    extractor: Extractor | None = None,
+) -> list[MemoryCandidate]:
+    """What a finished run teaches: a lesson per distinct concrete rejection feedback, and the
+    extractor's candidates when the final verdict accepted the output. Pure but for the extractor.
+    """
+    cands: list[MemoryCandidate] = []
+    seen: set[str] = set()
+    for verdict in outcome.verdicts:
+        if verdict.accepted or not is_concrete_feedback(verdict.feedback):
+            continue
+        assert verdict.feedback is not None
+        fp = fingerprint(verdict.feedback)
+        if fp in seen:
+            continue
+        seen.add(fp)
+        cands.append(
+            lesson_candidate(
+                tenant=tenant,
+                user_id=user_id,
+                workflow_id=workflow_id,
+                feedback=verdict.feedback,
+                task_input=task_input,
+                run_id=outcome.run_id,
+                verdict_id=verdict.id,
+            )
+        )
+    if outcome.accepted and extractor is not None and outcome.output is not None:
+        ctx = ExtractionContext(tenant, user_id, workflow_id, session_id, outcome.run_id)
+        try:
+            cands += extractor.extract(task_input, outcome.output, ctx)
+        except Exception as exc:  # a broken extractor must not break the run
+            log.warning("extractor failed; no candidates from this run: %s", exc)
+    return cands
+
+
+class MemoryRun:
+    """The memory of one agent run. Create one per run; it is not shared between runs.
+
+    Args:
+        store: an :class:`AsyncMemoryStore` (or a sync :class:`MemoryStore`, whose calls then
+            run in worker threads).
+        tenant, user_id, workflow_id, session_id: who the run is for, from the caller's verified
+            context. They decide what is recalled and where lessons go.
+        input: the run's task text: the recall query and a lesson's context. When omitted, the
+            integration takes it from the runtime's prompt at the first model request.
+        config: recall limits and the RecallSet cap (the engine's :class:`EngineConfig`).
+        extractor: proposes candidates from an accepted run (e.g. ``RuleExtractor``).
+        record_run: record the run in the store's run records (start at recall, finish at
+            :meth:`remember`), as the engine does.
+
+    Raises:
+        InvalidInput: naming the field, for a bad identity or input.
+    """
+
+    def __init__(
+        self,
+        store: AsyncMemoryStore | MemoryStore,
+        *,
+        tenant: str,
+        user_id: str,
+        workflow_id: str | None = None,
+        session_id: str | None = None,
+        input: str | None = None,
+        config: EngineConfig | None = None,
+        extractor: Extractor | None = None,
+        record_run: bool = True,
+    ):
+        self.config = config or EngineConfig()
+        # Validates the identity now, so a bad caller fails before any model call.
+        self._identity = RecallRequest(
+            tenant=tenant,
+            user_id=user_id,
+            workflow_id=workflow_id,
+            session_id=session_id,
+            budget_chars=self.config.budget_chars,
+            max_items=self.config.max_items,
+            max_item_chars=self.config.max_item_chars,
+        )
+        if input is not None and not isinstance(input, str):
+            raise InvalidInput("input: must be a string", fields=("input",))
+        self.store = store
+        self.input = input
+        self.extractor = extractor
+        self.record_run = record_run
+        self.run_id = f"run-{uuid.uuid4().hex[:16]}"
+        self.recallset = RecallSet(self.config.recallset_max_items)
+        self.tools = RecallSetTools(self.recallset)
+        self._recall: RecallResult | None = None
+        self._lock = asyncio.Lock()
+        self._started = False
+        self._finished = False
+
+    @property
+    def tenant(self) -> str:
+        return self._identity.tenant
+
+    @property
+    def user_id(self) -> str:
+        return self._identity.user_id
+
+    @property
+    def workflow_id(self) -> str | None:
+        return self._identity.workflow_id
+
+    @property
+    def session_id(self) -> str | None:
+        return self._identity.session_id
+
+    @property
+    def recalled(self) -> RecallResult | None:
+        """The run's recall, once :meth:`recall` has run (None before)."""
+        return self._recall
+
+    @property
+    def finished(self) -> bool:
+        """True once :meth:`remember` or :meth:`close` ended the run."""
+        return self._finished
+
+    # --- before the first model call -----------------------------------------------------------
+
+    async def recall(self, query: str | None = None) -> RecallResult:
+        """Recall for this run's caller, once: the first call reads the store (and records the
+        run as started); every later call returns the same result, whatever ``query`` says.
+
+        ``query`` (or the ``input`` given at construction) is the text relevance is judged
+        against. Never raises because of the store: a failure yields an empty context and a
+        logged warning.
+        """
+        async with self._lock:
+            if self._recall is not None:
+                return self._recall
+            if self._finished:
+                raise ConflictingState("recall: this run has already finished")
+            if self.input is None and query is not None:
+                self.input = query
+            text = self.input if self.input is not None else (query or "")
+            await self._record_start()
+            self._recall = await self._read(text)
+            return self._recall
+
+    async def instructions(self, query: str | None = None) -> str:
+        """The recalled block for the system prompt / instructions (see :meth:`recall`)."""
+        return (await self.recall(query)).text
+
+    async def _read(self, query: str) -> RecallResult:
+        try:
+            req = RecallRequest.model_validate(
+                {**self._identity.model_dump(), "query": query[:20_000]}
+            )
+            if isinstance(self.store, AsyncMemoryStore):
+                return await self.store.recall(req)
+            return await asyncio.to_thread(self.store.recall, req)
+        except Exception as exc:  # recall must never break the host run
+            log.warning("recall failed; the run continues without memory: %s", exc)
+            return RecallResult.empty(degraded=True, reason=str(exc))
+
+    # --- during the run ------------------------------------------------------------------------
+
+    def call_tool(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolAnswer:
+        """Run one RecallSet tool call; bad calls answer ``error: ...`` (``is_error``), never raise.
+
+        Only the run's RecallSet changes; nothing reaches the MemoryStore.
+        """
+        if self._finished:
+            return ToolAnswer("error: this run has already finished", is_error=True)
+        return self.tools.answer({"name": name, "arguments": arguments or {}})
+
+    # --- after the final verdict ---------------------------------------------------------------
+
+    async def remember(
+        self, output: str | None, verdict: Verdict | Sequence[Verdict]
+    ) -> RunOutcome:
+        """Write what the run taught, now that the verdict is final, and end the run.
+
+        A rejection with concrete feedback becomes a lesson (workflow scope when the run has a
+        workflow, else user scope) keeping the run's input as its context; an accepted run
+        gives the extractor's candidates. Every candidate passes the store's guard: refusals
+        land in ``rejected_candidates``, store failures in ``write_errors`` (never silent, never
+        raised). The RecallSet is cleared. Pass every verdict of the run, oldest first, when
+        the caller retried.
+
+        Raises:
+            ConflictingState: ``remember`` already ran for this run.
+            InvalidInput: naming the field, for a verdict that is not a :class:`Verdict`.
+        """
+        verdicts = [verdict] if isinstance(verdict, Verdict) else list(verdict)
+        if not verdicts or not all(isinstance(v, Verdict) for v in verdicts):
+            raise InvalidInput("verdict: give one Verdict or a non-empty list", fields=("verdict",))
+        if output is not None and not isinstance(output, str):
+            raise InvalidInput("output: must be a string or None", fields=("output",))
+        async with self._lock:
+            if self._finished:
+                raise ConflictingState("remember: this run has already finished")
+            self._finished = True
+        outcome = RunOutcome(
+            run_id=self.run_id,
+            output=output,
+            attempts=len(verdicts),
+            verdicts=verdicts,
+            recall=self._recall,
+        )
+        cands = candidates_after_verdict(
+            outcome,
+            tenant=self.tenant,
+            user_id=self.user_id,
+            workflow_id=self.workflow_id,
+            session_id=self.session_id,
+            task_input=self.input or "",
+            extractor=self.extractor,
+        )
+        try:
+            for cand in cands:
+                await self._write(cand, outcome)
+        finally:
+            self.recallset.clear()
+            await self._record_finish("accepted" if outcome.accepted else "rejected", len(verdicts))
+        return outcome
+
+    async def _write(self, cand: MemoryCandidate, outcome: RunOutcome) -> None:
+        try:
+            if isinstance(self.store, AsyncMemoryStore):
+                memory = await self.store.write(cand)
+            else:
+                memory = await asyncio.to_thread(self.store.write, cand)
+            outcome.memories_written.append(memory)
+        except MemoryRejected as exc:
+            log.warning("candidate refused by the guard: %s", exc)
+            outcome.rejected_candidates.append((cand, exc.reason))
+        except HarnessError as exc:
+            log.error("memory write failed after the verdict (not stored): %s", exc)
+            outcome.write_errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+
+    async def close(self) -> None:
+        """End the run without a verdict: nothing is written, the RecallSet is cleared, the run
+        record says ``failed``. Idempotent; a no-op after :meth:`remember`."""
+        async with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        self.recallset.clear()
+        await self._record_finish("failed", 0)
+
+    async def __aenter__(self) -> MemoryRun:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- run records (best effort) -------------------------------------------------------------
+
+    async def _record_start(self) -> None:
+        if not self.record_run or self._started:
+            return
+        self._started = True
+        kwargs: dict[str, Any] = {
+            "run_id": self.run_id,
+            "tenant": self.tenant,
+            "user_id": self.user_id,
+            "workflow_id": self.workflow_id,
+            "session_id": self.session_id,
+            "at": self.store.clock.now(),
+        }
+        try:
+            if isinstance(self.store, AsyncMemoryStore):
+                await self.store.runs.start(**kwargs)
+            else:
+                await asyncio.to_thread(lambda: self.store.runs.start(**kwargs))
+        except HarnessError as exc:
+            log.warning("run record not written (the run goes on): %s", exc)
+
+    async def _record_finish(self, status: str, attempts: int) -> None:
+        if not self.record_run or not self._started:
+            return
+        kwargs: dict[str, Any] = {
+            "run_id": self.run_id,
+            "tenant": self.tenant,
+            "status": status,
+            "attempts": attempts,
+            "at": self.store.clock.now(),
+        }
+        try:
+            if isinstance(self.store, AsyncMemoryStore):
+                await self.store.runs.finish(**kwargs)
+            else:
+                await asyncio.to_thread(lambda: self.store.runs.finish(**kwargs))
+        except HarnessError as exc:
+            log.warning("run record not finished (the run goes on): %s", exc)
