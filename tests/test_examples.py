@@ -1,0 +1,56 @@
+"""Every script in ``examples/`` runs offline against the test PostgreSQL and tells the two-run
+story: run 1 is rejected with concrete feedback, run 2's first model request carries the lesson.
+
+The contract each example keeps: exit 0, print ``LESSON: <feedback>`` for run 1's rejection and
+``RUN2_FIRST_REQUEST: <json string>`` with the system prompt / instructions of run 2's first
+model request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+
+
+def _line(stdout: str, prefix: str) -> str:
+    found = [ln[len(prefix) :].strip() for ln in stdout.splitlines() if ln.startswith(prefix)]
+    assert len(found) == 1, f"expected one {prefix!r} line in:\n{stdout}"
+    return found[0]
+
+
+def test_there_is_an_example_per_integration() -> None:
+    names = {p.name for p in EXAMPLES}
+    assert {"pydantic_ai_two_runs.py", "openai_agents_two_runs.py"} <= names
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_tells_the_two_run_story(script: Path, db_url: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "HARNESS_DATABASE_URL": db_url,
+        "HARNESS_HOME": str(tmp_path / "home"),
+        "OPENAI_API_KEY": "",
+        "ANTHROPIC_API_KEY": "",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, f"{script.name} failed:\n{done.stdout}\n{done.stderr}"
+    lesson = _line(done.stdout, "LESSON:")
+    first_request = json.loads(_line(done.stdout, "RUN2_FIRST_REQUEST:"))
+    assert len(lesson.split()) >= 4  # concrete feedback, not a stock phrase
+    assert isinstance(first_request, str)
+    assert lesson in first_request
