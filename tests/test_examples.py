@@ -54,3 +54,29 @@ def test_example_tells_the_two_run_story(script: Path, db_url: str, tmp_path: Pa
     assert len(lesson.split()) >= 4  # concrete feedback, not a stock phrase
     assert isinstance(first_request, str)
     assert lesson in first_request
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _python_block_after(heading: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"\n{heading}\n")
+    block = text.index("```python\n", start) + len("```python\n")
+    return text[block : text.index("```", block)]
+
+
+@pytest.mark.parametrize("heading", ["### pydantic-ai", "### OpenAI Agents SDK"])
+def test_readme_snippet_compiles_and_its_imports_exist(heading: str) -> None:
+    import ast
+    import importlib
+
+    source = _python_block_after(heading)
+    tree = compile(source, heading, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST)
+    imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    assert imports
+    for node in imports:
+        assert node.module is not None
+        module = importlib.import_module(node.module)
+        for alias in node.names:
+            assert hasattr(module, alias.name), f"{node.module}.{alias.name}"
