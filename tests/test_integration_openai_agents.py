@@ -21,7 +21,7 @@ from harness.integrations.openai_agents import (
     recallset_tools,
     with_memory,
 )
-from harness.memory import AsyncMemoryStore, Scope
+from harness.memory import AsyncMemoryStore, MemoryStore, Scope
 from tests.integration_support import (  # noqa: F401 (fixtures)
     LESSON_FEEDBACK,
     astore,
@@ -222,3 +222,45 @@ def test_another_tenants_lesson_never_reaches_the_model(
     first = runner.run(scenario()).first_call
     assert first is not None
     assert "other tenant" not in (first.system_instructions or "")
+
+
+def test_the_sync_path_run_sync_with_a_memory_store_and_remember_sync(
+    store: MemoryStore, tenant: str, db_url: str
+) -> None:
+    store.write(workflow_lesson(tenant, "Known before the run started."))
+    model = ScriptedModel([[assistant_message("answer")]])
+    run = MemoryRun(store, tenant=tenant, user_id="alice", workflow_id="wf-1", input="the task")
+    agent = with_memory(Agent(name="a", model=model))
+    result = Runner.run_sync(agent, "the task", context=run, run_config=NO_TRACING)
+    assert model.first_call is not None
+    assert "Known before the run started." in (model.first_call.system_instructions or "")
+    outcome = run.remember_sync(
+        str(result.final_output), Verdict(accepted=False, feedback=LESSON_FEEDBACK)
+    )
+    assert [m.scope for m in outcome.memories_written] == [Scope.WORKFLOW]
+    assert count_memories(db_url, tenant) == 2
+
+
+def test_a_streamed_run_gets_the_same_instructions_and_tools(
+    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+) -> None:
+    async def scenario() -> tuple[ScriptedModel, MemoryRun, Any]:
+        await astore.write(workflow_lesson(tenant, "Reply in one paragraph."))
+        model = ScriptedModel(
+            [
+                [function_call("recallset_add", {"content": "streamed note"}, call_id="c1")],
+                [assistant_message("done")],
+            ]
+        )
+        run = MemoryRun(astore, tenant=tenant, user_id="alice", workflow_id="wf-1")
+        streamed = Runner.run_streamed(
+            with_memory(Agent(name="a", model=model)), "task", context=run, run_config=NO_TRACING
+        )
+        async for _ in streamed.stream_events():
+            pass
+        return model, run, streamed.final_output
+
+    model, run, output = runner.run(scenario())
+    assert output == "done"
+    assert "Reply in one paragraph." in (model.calls[0].system_instructions or "")
+    assert [i.content for i in run.recallset.items()] == ["streamed note"]

@@ -24,7 +24,7 @@ from pydantic_ai.models.test import TestModel
 
 from harness.engine import Verdict
 from harness.integrations.pydantic_ai import MemoryRun, memory_toolset
-from harness.memory import AsyncMemoryStore, Scope
+from harness.memory import AsyncMemoryStore, MemoryStore, Scope
 from tests.integration_support import (  # noqa: F401 (fixtures)
     LESSON_FEEDBACK,
     astore,
@@ -215,3 +215,18 @@ def test_another_tenants_lesson_never_reaches_the_model(
 
     script = runner.run(scenario())
     assert "other tenant" not in (script.instructions[0] or "")
+
+
+def test_the_sync_path_run_sync_with_a_memory_store_and_remember_sync(
+    store: MemoryStore, tenant: str, db_url: str
+) -> None:
+    store.write(workflow_lesson(tenant, "Known before the run started."))
+    script = Script("answer")
+    run = MemoryRun(store, tenant=tenant, user_id="alice", workflow_id="wf-1")
+    result = Agent(FunctionModel(script)).run_sync("task", toolsets=[memory_toolset(run)])
+    assert "Known before the run started." in (script.instructions[0] or "")
+    assert count_memories(db_url, tenant) == 1
+    outcome = run.remember_sync(result.output, Verdict(accepted=False, feedback=LESSON_FEEDBACK))
+    [lesson] = outcome.memories_written
+    assert lesson.context == "task"
+    assert count_memories(db_url, tenant) == 2

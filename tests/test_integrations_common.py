@@ -216,3 +216,24 @@ def test_tool_specs_are_independent_copies() -> None:
     specs[0].parameters["properties"].clear()
     assert recallset_tool_specs()[0].parameters == TOOL_DEFINITIONS[0]["input_schema"]
     assert json.dumps(TOOL_DEFINITIONS)  # still intact and serialisable
+
+
+def test_remember_sync_refuses_an_async_store_and_a_running_loop(
+    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+) -> None:
+    run = MemoryRun(astore, tenant=tenant, user_id="alice", input="task")
+    with pytest.raises(InvalidInput) as err:
+        run.remember_sync("x", Verdict(accepted=True))
+    assert err.value.field == "store"
+    sync_store = unreachable_store()
+    sync_run = MemoryRun(sync_store, tenant=tenant, user_id="alice", input="task")
+
+    async def inside_a_loop() -> None:
+        sync_run.remember_sync("x", Verdict(accepted=True))
+
+    try:
+        with pytest.raises(InvalidInput):
+            runner.run(inside_a_loop())
+    finally:
+        sync_store.close()
+    assert not run.finished and not sync_run.finished  # nothing happened

@@ -278,6 +278,32 @@ class MemoryRun:
             await self._record_finish("accepted" if outcome.accepted else "rejected", len(verdicts))
         return outcome
 
+    def remember_sync(
+        self, output: str | None, verdict: Verdict | Sequence[Verdict]
+    ) -> RunOutcome:
+        """:meth:`remember` for synchronous code (e.g. after ``agent.run_sync``), with a sync
+        :class:`MemoryStore`; same writes, same errors.
+
+        Raises:
+            InvalidInput: naming ``store``, for an :class:`AsyncMemoryStore` (its connections
+                belong to its event loop: ``await remember`` there), or when called from a
+                running event loop.
+        """
+        if isinstance(self.store, AsyncMemoryStore):
+            raise InvalidInput(
+                "store: remember_sync needs a MemoryStore; await remember() with an "
+                "AsyncMemoryStore",
+                fields=("store",),
+            )
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.remember(output, verdict))
+        raise InvalidInput(
+            "store: remember_sync called inside a running event loop; await remember()",
+            fields=("store",),
+        )
+
     async def _write(self, cand: MemoryCandidate, outcome: RunOutcome) -> None:
         try:
             if isinstance(self.store, AsyncMemoryStore):
