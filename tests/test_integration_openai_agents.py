@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from agents import Agent, RunConfig, RunContextWrapper, Runner, set_tracing_disabled
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.engine import Verdict
 from harness.errors import InvalidInput
@@ -22,6 +24,7 @@ from harness.integrations.openai_agents import (
     with_memory,
 )
 from harness.memory import AsyncMemoryStore, MemoryStore, Scope
+from tests.conftest import unreachable_store
 from tests.integration_support import (  # noqa: F401 (fixtures)
     LESSON_FEEDBACK,
     astore,
@@ -264,3 +267,39 @@ def test_a_streamed_run_gets_the_same_instructions_and_tools(
     assert output == "done"
     assert "Reply in one paragraph." in (model.calls[0].system_instructions or "")
     assert [i.content for i in run.recallset.items()] == ["streamed note"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(
+                ["recallset_add", "recallset_mark", "recallset_read", "recallset_overview"]
+            ),
+            st.text(max_size=40)
+            | st.dictionaries(
+                st.sampled_from(["content", "mark", "priority", "id", "other"]),
+                st.none() | st.integers() | st.text(max_size=10) | st.sampled_from(["keep", "r1"]),
+                max_size=4,
+            ).map(json.dumps),
+        ),
+        max_size=8,
+    )
+)
+def test_any_tool_arguments_even_invalid_json_end_with_the_models_answer(
+    calls: list[tuple[str, str]],
+) -> None:
+    store = unreachable_store()  # the tools never touch the store; recall degrades to empty
+    try:
+        steps: list[Any] = [
+            [function_call(name, args, call_id=f"c{i}")] for i, (name, args) in enumerate(calls)
+        ]
+        model = ScriptedModel([*steps, [assistant_message("final answer")]])
+        run = MemoryRun(store, tenant="acme", user_id="alice", input="task")
+        result = Runner.run_sync(
+            with_memory(Agent(name="a", model=model)), "task", context=run, run_config=NO_TRACING
+        )
+    finally:
+        store.close()
+    assert result.final_output == "final answer"
+    assert len(outputs(model.calls[-1])) == len(calls)

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic_ai import Agent, models
 from pydantic_ai.messages import (
     ModelMessage,
@@ -25,6 +27,7 @@ from pydantic_ai.models.test import TestModel
 from harness.engine import Verdict
 from harness.integrations.pydantic_ai import MemoryRun, memory_toolset
 from harness.memory import AsyncMemoryStore, MemoryStore, Scope
+from tests.conftest import unreachable_store
 from tests.integration_support import (  # noqa: F401 (fixtures)
     LESSON_FEEDBACK,
     astore,
@@ -230,3 +233,41 @@ def test_the_sync_path_run_sync_with_a_memory_store_and_remember_sync(
     [lesson] = outcome.memories_written
     assert lesson.context == "task"
     assert count_memories(db_url, tenant) == 2
+
+
+_arg_values = st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.lists(
+    st.integers(), max_size=2
+)
+_tool_calls = st.lists(
+    st.tuples(
+        st.sampled_from(["recallset_add", "recallset_mark", "recallset_read", "recallset_overview"]),
+        st.dictionaries(
+            st.sampled_from(["content", "mark", "priority", "title", "id", "other"]),
+            _arg_values | st.sampled_from(["keep", "check", "discard", "r1", "r2"]),
+            max_size=4,
+        ),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=_tool_calls)
+def test_any_sequence_of_tool_calls_ends_with_the_models_answer(
+    calls: list[tuple[str, dict[str, Any]]],
+) -> None:
+    store = unreachable_store()  # the tools never touch the store; recall degrades to empty
+    try:
+        script = Script(*calls, "final answer")
+        run = MemoryRun(store, tenant="acme", user_id="alice", input="task")
+        result = Agent(FunctionModel(script), retries=0).run_sync(
+            "task", toolsets=[memory_toolset(run)]
+        )
+    finally:
+        store.close()
+    assert result.output == "final answer"
+    returns = tool_returns(result.all_messages())
+    assert len(returns) == len(calls)
+    for part in returns:
+        if part.outcome == "failed":
+            assert str(part.content).startswith("error:")
