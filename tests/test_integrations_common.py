@@ -237,3 +237,29 @@ def test_remember_sync_refuses_an_async_store_and_a_running_loop(
     finally:
         sync_store.close()
     assert not run.finished and not sync_run.finished  # nothing happened
+
+
+@pytest.mark.parametrize(
+    ("module", "runtime", "extra"),
+    [
+        ("harness.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
+        ("harness.integrations.openai_agents", "agents", "openai-agents"),
+    ],
+)
+def test_without_the_extra_the_import_error_names_the_extra(
+    module: str, runtime: str, extra: str
+) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys; sys.modules[{runtime!r}] = None\n"
+        "try:\n"
+        f"    import {module}\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert f"pip install 'harness-memory[{extra}]'" in done.stdout

@@ -10,7 +10,9 @@ The toolset's dynamic instructions recall once, for the run's caller, before the
 request (pydantic-ai evaluates instructions per request; later requests get the same block).
 Its four tools work on the run's RecallSet only; a bad call comes back to the model as a failed
 tool result (``ToolFailed``, which does not use up the retry budget), never as an exception that
-ends the run. Nothing is written to the MemoryStore until :meth:`MemoryRun.remember`.
+ends the run. (Arguments that are not JSON at all are pydantic-ai's to answer, with a retry
+prompt that counts against the agent's ``retries``.) Nothing is written to the MemoryStore
+until :meth:`MemoryRun.remember` (or ``remember_sync`` after ``run_sync``).
 """
 
 from __future__ import annotations
