@@ -32,10 +32,14 @@ def test_there_is_an_example_per_integration() -> None:
 
 @pytest.mark.subprocess
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_tells_the_two_run_story(script: Path, db_url: str, tmp_path: Path) -> None:
+def test_example_tells_the_two_run_story(
+    script: Path, private_db_url: str, tmp_path: Path
+) -> None:
+    # A database of its own: the example's store records the real embedding model, which
+    # must not meet vectors other tests built with the hash embedder.
     env = {
         **os.environ,
-        "HARNESS_DATABASE_URL": db_url,
+        "HARNESS_DATABASE_URL": private_db_url,
         "HARNESS_HOME": str(tmp_path / "home"),
         "OPENAI_API_KEY": "",
         "ANTHROPIC_API_KEY": "",
