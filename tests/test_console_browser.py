@@ -24,8 +24,6 @@ import pytest
 import uvicorn
 from selenium import webdriver
 from selenium.common.exceptions import (
-    NoSuchElementException,
-    StaleElementReferenceException,
     TimeoutException,
     WebDriverException,
 )
@@ -135,6 +133,29 @@ def _shoot(driver: Chrome, name: str, tmp_path: Path) -> None:
         (folder / f"{name}.png").write_bytes(png)
 
 
+def _focused_item(driver: Chrome, previous: str | None) -> str:
+    """The focused queue item's id (or "empty") once it differs from ``previous``.
+
+    After a decision the page reloads; until the new document is in place, elements found may
+    belong to the old one (stale, or "does not belong to the document" under load), so every
+    driver error inside the wait counts as "not yet".
+    """
+    seen = [""]
+
+    def moved_on(d: Chrome) -> bool:
+        if d.find_elements(By.ID, "empty"):
+            seen[0] = "empty"
+        else:
+            seen[0] = (
+                d.find_element(By.CSS_SELECTOR, "[data-item].current").get_attribute("data-id")
+                or ""
+            )
+        return bool(seen[0]) and seen[0] != previous
+
+    WebDriverWait(driver, 15, ignored_exceptions=(WebDriverException,)).until(moved_on)
+    return seen[0]
+
+
 def _press(driver: Chrome, keys: str) -> None:
     ActionChains(driver).send_keys(keys).perform()
 
@@ -148,9 +169,7 @@ def _flash(driver: Chrome, expected: str) -> str:
         seen[0] = d.find_element(By.CSS_SELECTOR, ".flash").text
         return seen[0] == expected
 
-    wait = WebDriverWait(
-        driver, 10, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
-    )
+    wait = WebDriverWait(driver, 10, ignored_exceptions=(WebDriverException,))
     with contextlib.suppress(TimeoutException):
         wait.until(reads_expected)
     return seen[0]
@@ -277,16 +296,15 @@ def test_admin_reviews_inspects_and_recalls_in_a_real_browser(
         ]
     )
     browser.find_element(By.LINK_TEXT, "Pending").click()
-    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "[data-item].current")))
+    focused = _focused_item(browser, previous=None)
     for i in range(21):
-        first = browser.find_element(By.CSS_SELECTOR, "[data-item].current")
         if i % 4 == 3:
             _press(browser, "r")
             _press(browser, f"duplicate {i}" + Keys.ENTER)
         else:
             _press(browser, "a")
-        wait.until(ec.staleness_of(first))
-        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".flash")))
+        focused = _focused_item(browser, previous=focused)
+    assert focused == "empty"
     assert browser.find_element(By.ID, "empty").text == "Nothing is waiting for a decision."
     assert store.pending(tenant) == []
     decisions = store.audit(tenant)
