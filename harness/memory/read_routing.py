@@ -105,7 +105,7 @@ class SyncReads:
                     _log_role(url, conn.execute(sql.in_recovery()).scalar())
             except (StoreMisconfigured, StoreUnavailable) as exc:
                 _start_problem(url, exc)
-                self.router.failed(index, exc, warn=False)
+                self.router.failed(index, exc, during_read=False)
 
     def read(self, action: str, tenant: str | None, make_op: Callable[[], Op[T]]) -> T:
         """Run the read ``make_op()`` on a replica that has replayed this tenant's writes, else
@@ -175,7 +175,7 @@ class AsyncReads:
                         _log_role(url, (await conn.execute(sql.in_recovery())).scalar())
             except (StoreMisconfigured, StoreUnavailable) as exc:
                 _start_problem(url, exc)
-                self.router.failed(index, exc, warn=False)
+                self.router.failed(index, exc, during_read=False)
 
     async def read(self, action: str, tenant: str | None, make_op: Callable[[], Op[T]]) -> T:
         """As :meth:`SyncReads.read`."""

@@ -179,6 +179,7 @@ class ReadRouter:
     _replicas: list[_Replica] = field(init=False)
     _positions: OrderedDict[str, int] = field(init=False, default_factory=OrderedDict)
     _floor: int = field(init=False, default=0)
+    _highest: int = field(init=False, default=0)
     _next: int = field(init=False, default=0)
     _primary_reads: int = field(init=False, default=0)
     _fallbacks: Counter[str] = field(init=False, default_factory=Counter)
@@ -200,7 +201,8 @@ class ReadRouter:
         with self._lock:
             value = _UNKNOWN if lsn is None else lsn
             if lsn is not None:
-                self._resolve_unknown(lsn)
+                self._highest = max(self._highest, lsn)
+                self._resolve_unknown()
             for tenant in tenants:
                 if tenant is None:
                     self._floor = value if value == _UNKNOWN else max(self._floor, value)
@@ -226,12 +228,14 @@ class ReadRouter:
         if position is not None:
             self.note_write(others, None if position == _UNKNOWN else position)
 
-    def _resolve_unknown(self, lsn: int) -> None:
+    def _resolve_unknown(self) -> None:
+        """A position read after an unknown one's commit covers it; the highest position seen
+        also covers whatever that tenant had before."""
         if self._floor == _UNKNOWN:
-            self._floor = lsn
+            self._floor = self._highest
         for tenant, value in self._positions.items():
             if value == _UNKNOWN:
-                self._positions[tenant] = lsn
+                self._positions[tenant] = self._highest
 
     def needed(self, tenant: str | None) -> int | None:
         """The WAL position a read for ``tenant`` must see; None: only the primary will do."""
@@ -297,10 +301,11 @@ class ReadRouter:
             "read replica %s lags more than %d ms; read the primary", replica.url, self.wait_ms
         )
 
-    def failed(self, index: int, error: BaseException, *, warn: bool = True) -> float:
-        """The replica could not answer (unreachable, gone, or a server error): this read goes
+    def failed(self, index: int, error: BaseException, *, during_read: bool = True) -> float:
+        """The replica could not answer (unreachable, gone, or a server error): the read goes
         to the primary, the replica pauses (doubling per failure). Returns the pause in
-        seconds. Logs a warning when an outage starts."""
+        seconds. Logs a warning when an outage starts during a read (the start-up probe warns
+        itself)."""
         with self._lock:
             replica = self._replicas[index]
             replica.failures += 1
@@ -308,9 +313,10 @@ class ReadRouter:
             replica.down_until = self.now() + pause
             replica.replayed = 0  # another server may answer at that address next time
             replica.last_error = " ".join(str(error).split())[:300]
-            self._to_primary("error")
+            if during_read:
+                self._to_primary("error")
             first = replica.failures == 1
-        if warn and first:
+        if during_read and first:
             log.warning(
                 "read replica %s failed, reads go to the primary (tried again in %.1fs): %s",
                 replica.url,
