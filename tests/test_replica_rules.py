@@ -7,12 +7,16 @@ import asyncio
 import itertools
 from urllib.parse import quote
 
+import psycopg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy import exc as sa_exc
 
 from harness.errors import InvalidInput
+from harness.memory.read_routing import _replica_fault, read_router
 from harness.memory.replicas import ReadRouter, lsn_int, lsn_text, parse_read_urls
+from harness.settings import Settings
 from tests.conftest import UNREACHABLE_URL
 from tests.facades import KINDS, open_facade
 
@@ -175,3 +179,21 @@ def test_a_lagging_replica_stays_up_and_remembers_how_far_it_got() -> None:
     state = r.snapshot()
     assert state.replicas[0].up and state.fallbacks == {"lag": 1} and state.primary_reads == 1
     assert r.choose(0) == (0, 300)
+
+
+def test_a_recovery_conflict_reads_the_primary_once_and_keeps_the_replica_up() -> None:
+    r, _ = router(1)
+    conflict = sa_exc.OperationalError("SELECT 1", {}, psycopg.errors.SerializationFailure("x"))
+    _replica_fault(r, 0, conflict)
+    state = r.snapshot()
+    assert state.replicas[0].up and state.fallbacks == {"conflict": 1}
+    assert r.choose(0) == (0, 0)
+    _replica_fault(r, 0, sa_exc.OperationalError("SELECT 1", {}, psycopg.OperationalError("gone")))
+    state = r.snapshot()
+    assert not state.replicas[0].up and state.fallbacks == {"conflict": 1, "error": 1}
+
+
+def test_the_wait_stays_under_the_statement_timeout() -> None:
+    settings = Settings.from_env(replica_wait_ms=5000, statement_timeout_ms=2000)
+    assert read_router(settings, ()).wait_ms == 1000
+    assert read_router(Settings.from_env(replica_wait_ms=80), ()).wait_ms == 80

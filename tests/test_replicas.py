@@ -255,3 +255,19 @@ def test_a_misconfigured_read_url_is_refused_naming_the_setting(db_url: str) -> 
     with pytest.raises(StoreMisconfigured, match="HARNESS_DATABASE_READ_URL") as err:
         MemoryStore.connect(db_url, embedder=None, migrate=False, settings=settings)
     assert 'database "no_such_db_here" does not exist' in str(err.value)
+
+
+def test_status_lists_each_read_replica_with_its_health(
+    replay: ReplicatedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    monkeypatch.setenv("HARNESS_DATABASE_READ_URL", f"{replay.replica_url}, {UNREACHABLE_URL}")
+    result = CliRunner().invoke(app, ["status", "--url", replay.primary_url])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("read replica")]
+    assert len(lines) == 2, result.output
+    assert f":{replay.replica.port}/" in lines[0] and "(up, " in lines[0]
+    assert "127.0.0.1:9/" in lines[1] and "(down: " in lines[1]

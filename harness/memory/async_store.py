@@ -525,4 +525,5 @@ class AsyncMemoryStore:
             lexical_reason=self.lexical_reason,
             counts=counts,
             constraints_over_budget=over_budget,
+            read_replicas=self.read_routing().replicas,
         )

@@ -42,9 +42,12 @@ _REPLICA_FAULTS = (sa_exc.DBAPIError, sa_exc.TimeoutError)
 
 def read_router(settings: Settings, urls: Sequence[str]) -> ReadRouter:
     """The router for these replica URLs, with the settings' wait and retry pauses."""
+    wait_ms = settings.replica_wait_ms
+    if settings.statement_timeout_ms:  # the wait is one statement: it must not be cancelled
+        wait_ms = min(wait_ms, settings.statement_timeout_ms // 2)
     return ReadRouter(
         urls,
-        wait_ms=settings.replica_wait_ms,
+        wait_ms=wait_ms,
         retry_s=settings.replica_retry_s,
         retry_max_s=max(settings.replica_retry_s, settings.replica_retry_max_s),
     )
@@ -63,13 +66,26 @@ def _start_problem(url: str, exc: BaseException) -> None:
     """At start: a wrong configuration raises (naming the setting); an unreachable replica is
     a warning, and reads go to the primary until it answers."""
     if isinstance(exc, StoreMisconfigured):
-        raise StoreMisconfigured(str(exc).replace(URL_SETTING, READ_URL_SETTING)) from exc
+        # The diagnosis names the primary's setting; this URL came from the replicas' one.
+        fixed = str(exc).replace(URL_SETTING, READ_URL_SETTING)
+        raise StoreMisconfigured(f"{READ_URL_SETTING} {redact_url(url)}: {fixed}") from exc
     warnings.warn(
         f"{READ_URL_SETTING}: replica {redact_url(url)} cannot be reached ({exc}); reads go to "
         "the primary until it answers (tried again with backoff)",
         RuntimeWarning,
         stacklevel=4,
     )
+
+
+def _replica_fault(router: ReadRouter, index: int, exc: BaseException) -> None:
+    """A replica read failed: a query cancelled by a recovery conflict (SQLSTATE class 40,
+    replay had to remove what the query needed) is the replica working as designed, so only
+    this read goes to the primary; anything else pauses the replica."""
+    sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate.startswith("40"):
+        router.conflicted(index)
+    else:
+        router.failed(index, exc)
 
 
 def _log_role(url: str, standby: object) -> None:
@@ -101,7 +117,7 @@ class SyncReads:
         """
         for index, (url, engine) in enumerate(zip(self.urls, self.engines, strict=True)):
             try:
-                with translate_errors("connect to read replica", url=url), engine.connect() as conn:
+                with translate_errors("connect"), engine.connect() as conn:
                     _log_role(url, conn.execute(sql.in_recovery()).scalar())
             except (StoreMisconfigured, StoreUnavailable) as exc:
                 _start_problem(url, exc)
@@ -120,7 +136,7 @@ class SyncReads:
                 with self.engines[index].begin() as conn:
                     routed = run_sync(conn, op)
             except _REPLICA_FAULTS as exc:
-                self.router.failed(index, exc)
+                _replica_fault(self.router, index, exc)
             else:
                 if not routed.lagging:
                     self.router.served(index, routed.replayed)
@@ -170,7 +186,7 @@ class AsyncReads:
         """As :meth:`SyncReads.probe`."""
         for index, (url, engine) in enumerate(zip(self.urls, self.engines, strict=True)):
             try:
-                with translate_errors("connect to read replica", url=url):
+                with translate_errors("connect"):
                     async with engine.connect() as conn:
                         _log_role(url, (await conn.execute(sql.in_recovery())).scalar())
             except (StoreMisconfigured, StoreUnavailable) as exc:
@@ -188,7 +204,7 @@ class AsyncReads:
                 async with self.engines[index].begin() as conn:
                     routed = await run_async(conn, op)
             except _REPLICA_FAULTS as exc:
-                self.router.failed(index, exc)
+                _replica_fault(self.router, index, exc)
             else:
                 if not routed.lagging:
                     self.router.served(index, routed.replayed)

@@ -139,7 +139,8 @@ class ReplicaState:
 class ReadRouting:
     """Where reads went: per replica, the primary, and why reads fell back to the primary
     (``down``: no replica available; ``error``: the replica failed mid-read; ``lag``: it did
-    not replay the caller's writes in time; ``unknown``: a write's position is unknown)."""
+    not replay the caller's writes in time; ``conflict``: recovery cancelled the read;
+    ``unknown``: a write's position is unknown)."""
 
     replicas: tuple[ReplicaState, ...]
     primary_reads: int
@@ -299,6 +300,15 @@ class ReadRouter:
             self._to_primary("lag")
         log.info(
             "read replica %s lags more than %d ms; read the primary", replica.url, self.wait_ms
+        )
+
+    def conflicted(self, index: int) -> None:
+        """The replica cancelled the read for a recovery conflict: the primary answers this
+        one; the replica stays up."""
+        with self._lock:
+            self._to_primary("conflict")
+        log.info(
+            "read on replica %s cancelled by recovery; read the primary", self._replicas[index].url
         )
 
     def failed(self, index: int, error: BaseException, *, during_read: bool = True) -> float:

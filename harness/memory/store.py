@@ -532,4 +532,5 @@ class MemoryStore:
             lexical_reason=self.lexical_reason,
             counts=counts,
             constraints_over_budget=over_budget,
+            read_replicas=self.read_routing().replicas,
         )
