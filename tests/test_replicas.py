@@ -6,10 +6,13 @@ never answered costs nothing but a warning."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -271,3 +274,40 @@ def test_status_lists_each_read_replica_with_its_health(
     assert len(lines) == 2, result.output
     assert f":{replay.replica.port}/" in lines[0] and "(up, " in lines[0]
     assert "127.0.0.1:9/" in lines[1] and "(down: " in lines[1]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_idempotent_and_maintenance_writes_count_for_read_your_writes(
+    kind: str, replay: ReplicatedServer, runner: asyncio.Runner, tenant: str, other_tenant: str
+) -> None:
+    """Every path that writes remembers its position: an idempotent request for its tenant,
+    a maintenance transaction (purge) for every tenant. With replay paused, the next read of
+    those tenants goes to the primary after the bound, and sees the write."""
+    facade = with_replica(kind, replay, runner, replica_wait_ms=50)
+    try:
+        replay.pause_replay()
+        written: list[uuid.UUID] = []
+
+        def attempt(write_many: Any) -> Any:
+            result = write_many([cand(tenant, "Answers in French")])
+            if inspect.isawaitable(result):
+
+                async def finish() -> tuple[int, dict[str, Any], bool]:
+                    written.extend(m.id for m in await result)
+                    return 201, {}, False
+
+                return finish()
+            written.extend(m.id for m in result)
+            return 201, {}, False
+
+        facade.idempotent(tenant, "key-1", "0" * 64, attempt)
+        assert facade.get(written[0], tenant=tenant) is not None
+        assert facade.store.read_routing().fallbacks == {"lag": 1}
+        assert facade.get(written[0], tenant=other_tenant) is None  # not waited for: replica
+        assert facade.store.read_routing().replicas[0].reads == 1
+
+        facade.purge_expired()
+        assert facade.pending(other_tenant) == []
+        assert facade.store.read_routing().fallbacks == {"lag": 2}
+    finally:
+        facade.close()
