@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from sqlalchemy import exc as sa_exc
 
 from harness.errors import InvalidInput
@@ -197,3 +198,55 @@ def test_the_wait_stays_under_the_statement_timeout() -> None:
     settings = Settings.from_env(replica_wait_ms=5000, statement_timeout_ms=2000)
     assert read_router(settings, ()).wait_ms == 1000
     assert read_router(Settings.from_env(replica_wait_ms=80), ()).wait_ms == 80
+
+
+class RouterHealth(RuleBasedStateMachine):
+    """Any sequence of failures, answers, lag and time: a read is handed a replica only when it
+    is up, or paused long enough and not already being probed; the primary only when no
+    replica qualifies."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.router, self.clock = router(3, retry_s=1.0, retry_max_s=8.0)
+        self.failures = [0, 0, 0]
+        self.down_until = [0.0, 0.0, 0.0]
+
+    def _eligible(self, index: int) -> bool:
+        return self.failures[index] == 0 or self.down_until[index] <= self.clock.at
+
+    @rule(index=st.integers(0, 2))
+    def fail(self, index: int) -> None:
+        pause = self.router.failed(index, OSError("gone"))
+        self.failures[index] += 1
+        assert pause == min(2.0 ** (self.failures[index] - 1), 8.0)
+        self.down_until[index] = self.clock.at + pause
+
+    @rule(index=st.integers(0, 2), lagging=st.booleans())
+    def answer(self, index: int, lagging: bool) -> None:
+        if lagging:
+            self.router.lagged(index, 0)
+        else:
+            self.router.served(index, 0)
+        self.failures[index] = 0
+
+    @rule(seconds=st.floats(0, 20))
+    def wait(self, seconds: float) -> None:
+        self.clock.at += seconds
+
+    @rule()
+    def read(self) -> None:
+        chosen = self.router.choose(0)
+        if chosen is None:
+            assert not any(self._eligible(i) for i in range(3))
+            return
+        index = chosen[0]
+        assert self._eligible(index)
+        if self.failures[index]:  # a probe: the others keep away until it answers
+            self.down_until[index] = self.clock.at + min(2.0 ** (self.failures[index] - 1), 8.0)
+
+    @invariant()
+    def health_matches(self) -> None:
+        assert [s.up for s in self.router.snapshot().replicas] == [f == 0 for f in self.failures]
+
+
+TestRouterHealth = RouterHealth.TestCase

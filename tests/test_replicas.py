@@ -311,3 +311,37 @@ def test_idempotent_and_maintenance_writes_count_for_read_your_writes(
         assert facade.store.read_routing().fallbacks == {"lag": 2}
     finally:
         facade.close()
+
+
+def test_concurrent_recalls_all_answer_while_the_replica_vanishes(
+    replay: ReplicatedServer, tenant: str
+) -> None:
+    """Eight asyncio callers at once, the replica stopped under them: every recall answers
+    from the primary, none degrades."""
+
+    async def scenario() -> list[list[str]]:
+        store = await AsyncMemoryStore.connect(
+            replay.primary_url,
+            embedder=HashEmbedder(),
+            migrate=False,
+            check_model=False,
+            settings=Settings.from_env(database_read_url=replay.replica_url),
+        )
+        try:
+            await store.write(cand(tenant, "Answers in French"))
+            request = RecallRequest(tenant=tenant, user_id="alice", query="answers")
+            await asyncio.gather(*(store.recall(request) for _ in range(8)))  # pools warm
+            replay.stop_replica()
+            results = await asyncio.gather(*(store.recall(request) for _ in range(8)))
+            assert all(not r.degraded for r in results)
+            routing = store.read_routing()
+            assert routing.fallbacks.get("error", 0) >= 1
+            assert routing.fallbacks.get("error", 0) + routing.fallbacks.get("down", 0) == 8
+            return [[i.memory.content for i in r.items] for r in results]
+        finally:
+            await store.close()
+
+    try:
+        assert asyncio.run(scenario()) == [["Answers in French"]] * 8
+    finally:
+        replay.start_replica()
