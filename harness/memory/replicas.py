@@ -181,6 +181,7 @@ class ReadRouter:
     _positions: OrderedDict[str, int] = field(init=False, default_factory=OrderedDict)
     _floor: int = field(init=False, default=0)
     _highest: int = field(init=False, default=0)
+    _unknown: set[str] = field(init=False, default_factory=set)
     _next: int = field(init=False, default=0)
     _primary_reads: int = field(init=False, default=0)
     _fallbacks: Counter[str] = field(init=False, default_factory=Counter)
@@ -210,8 +211,11 @@ class ReadRouter:
                     continue
                 old = self._positions.pop(tenant, 0)
                 self._positions[tenant] = value if value == _UNKNOWN else max(old, value)
+                if value == _UNKNOWN:
+                    self._unknown.add(tenant)
             while len(self._positions) > self.max_tenants:
-                _, forgotten = self._positions.popitem(last=False)
+                gone, forgotten = self._positions.popitem(last=False)
+                self._unknown.discard(gone)
                 self._floor = (
                     _UNKNOWN
                     if _UNKNOWN in (forgotten, self._floor)
@@ -234,9 +238,9 @@ class ReadRouter:
         also covers whatever that tenant had before."""
         if self._floor == _UNKNOWN:
             self._floor = self._highest
-        for tenant, value in self._positions.items():
-            if value == _UNKNOWN:
-                self._positions[tenant] = self._highest
+        for tenant in self._unknown:
+            self._positions[tenant] = self._highest
+        self._unknown.clear()
 
     def needed(self, tenant: str | None) -> int | None:
         """The WAL position a read for ``tenant`` must see; None: only the primary will do."""
