@@ -170,6 +170,11 @@ def status(url: UrlOption = None) -> None:
         console.print(f"database        embedded PostgreSQL, data in {settings.home / 'pgdata'}")
     else:
         console.print(f"database        {_display_url(st.url)}", soft_wrap=True)
+    for replica in st.read_replicas:
+        health = f"up, {replica.reads} reads" if replica.up else f"down: {replica.last_error}"
+        console.print(
+            f"read replica    {_display_url(replica.url)} ({escape(health)})", soft_wrap=True
+        )
     console.print(f"schema revision {st.revision}")
     mode = st.embedder_mode
     if st.embed_model:

@@ -34,6 +34,24 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = Field(
         default=None, description="PostgreSQL URL; unset = the embedded server in home"
     )
+    database_read_url: SecretStr | None = Field(
+        default=None,
+        description="read replicas: one or more PostgreSQL URLs, comma-separated; reads go "
+        "there, every write to database_url",
+    )
+    replica_wait_ms: int = Field(
+        default=150,
+        ge=0,
+        le=10_000,
+        description="read-your-writes: how long a read waits for a replica to replay the "
+        "caller's last write before it reads the primary instead",
+    )
+    replica_retry_s: float = Field(
+        default=1.0, gt=0, description="first pause before a failed replica is tried again"
+    )
+    replica_retry_max_s: float = Field(
+        default=60.0, gt=0, description="longest pause (the pause doubles per failure)"
+    )
     migrate: Literal["auto", "never"] = Field(
         default="auto",
         description="auto: open migrates the schema to head; never (or 0): it only checks it",
@@ -98,6 +116,11 @@ class Settings(BaseSettings):
     def database_url_value(self) -> str | None:
         """The configured database URL in clear (for the driver only; never print it)."""
         return self.database_url.get_secret_value() if self.database_url else None
+
+    @property
+    def database_read_url_value(self) -> str | None:
+        """The configured read-replica URLs in clear (for the driver only; never print it)."""
+        return self.database_read_url.get_secret_value() if self.database_read_url else None
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

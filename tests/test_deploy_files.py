@@ -20,7 +20,7 @@ from harness.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 KNOWN = {f"HARNESS_{name.upper()}" for name in Settings.model_fields}
 #: Names that carry a secret themselves (a *_FILE or *_PATH naming where it lives is fine).
-SECRET_NAME = re.compile(r"(KEY|TOKEN|PASSWORD|SECRET|DATABASE_URL)$", re.IGNORECASE)
+SECRET_NAME = re.compile(r"(KEY|TOKEN|PASSWORD|SECRET|DATABASE(_READ)?_URL)$", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")

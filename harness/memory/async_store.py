@@ -42,7 +42,9 @@ from harness.memory.guard import Guard, default_guard
 from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
 from harness.memory.ops import run_async
 from harness.memory.ranking import RankingConfig, Scored
+from harness.memory.read_routing import AsyncReads, read_router
 from harness.memory.recall import RecallResult
+from harness.memory.replicas import ReadRouting, parse_read_urls
 from harness.memory.retrieval import (
     Retriever,
     cached_query_vector,
@@ -107,8 +109,11 @@ class AsyncMemoryStore:
         clock: Clock,
         url: str,
         lexical_reason: str | None = None,
+        reads: AsyncReads | None = None,
     ):
         self._engine = engine
+        #: Where reads run (replicas of HARNESS_DATABASE_READ_URL, else the primary).
+        self._reads = reads or AsyncReads(engine, read_router(settings, ()), (), settings)
         self.settings = settings
         self.embedder = embedder
         self.guard = guard
@@ -137,19 +142,24 @@ class AsyncMemoryStore:
         """Open the store; start the embedded server when no URL is configured.
 
         Side effects as :meth:`MemoryStore.connect` (embedded server, idempotent migration
-        under an advisory lock, model loading), each run in a worker thread.
+        under an advisory lock, model loading), each run in a worker thread. Read replicas as
+        there (``HARNESS_DATABASE_READ_URL``; see :meth:`read_routing`).
 
         Raises:
+            InvalidInput: a URL the store cannot use (names the setting).
             StoreUnavailable: the database cannot be reached.
             EmbeddingModelMismatch: vectors were built by another model (see ``reembed``).
         """
         settings = settings or Settings.from_env()
+        read_urls = parse_read_urls(settings.database_read_url_value)
         full_url, embedded = await asyncio.to_thread(resolve_url, url, settings)
         mode = settings.migrate if migrate is None else ("auto" if migrate else "off")
         await asyncio.to_thread(_migrate, full_url, mode, settings.app_role)
         engine = create_async_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine.sync_engine, "connect", assume_app_role)
+        reads = AsyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
+            await reads.probe()
             pick = await asyncio.to_thread(pick_embedder, embedder, settings, embedded=embedded)
             store = cls(
                 engine,
@@ -159,6 +169,7 @@ class AsyncMemoryStore:
                 clock=clock or SystemClock(),
                 url=full_url,
                 lexical_reason=pick.reason,
+                reads=reads,
             )
             store.embedder_choice = pick.choice
             pick.warn_if_lexical(settings)
@@ -166,11 +177,13 @@ class AsyncMemoryStore:
                 await store.check_embedding_model()
             return store
         except BaseException:
+            await reads.dispose()
             await engine.dispose()
             raise
 
     async def close(self) -> None:
-        """Release every pooled connection. Idempotent."""
+        """Release every pooled connection (replicas' too). Idempotent."""
+        await self._reads.dispose()
         await self._engine.dispose()
 
     async def __aenter__(self) -> AsyncMemoryStore:
@@ -201,10 +214,13 @@ class AsyncMemoryStore:
         """One transaction with driver errors translated, admitting ``tenant``'s rows only
         (see :meth:`MemoryStore.transaction`)."""
         with translate_errors(action):
-            async with self._engine.begin() as conn:
+            async with self._engine.connect() as conn:
+                async with conn.begin():
+                    if tenant is not None:
+                        await conn.execute(sql.set_tenant(tenant))
+                    yield conn
                 if tenant is not None:
-                    await conn.execute(sql.set_tenant(tenant))
-                yield conn
+                    await self._reads.note_commit(conn, (tenant,))
 
     @contextlib.asynccontextmanager
     async def maintenance(
@@ -212,11 +228,13 @@ class AsyncMemoryStore:
     ) -> AsyncIterator[AsyncConnection]:
         """One transaction over every tenant's rows (see :meth:`MemoryStore.maintenance`)."""
         with translate_errors(action):
-            async with self._engine.begin() as conn:
-                if as_owner:
-                    await conn.execute(sql.reset_local_role())
-                await conn.execute(sql.all_tenants())
-                yield conn
+            async with self._engine.connect() as conn:
+                async with conn.begin():
+                    if as_owner:
+                        await conn.execute(sql.reset_local_role())
+                    await conn.execute(sql.all_tenants())
+                    yield conn
+                await self._reads.note_commit(conn, (None,))
 
     # --- embedding model bookkeeping -----------------------------------------------------------
 
@@ -254,10 +272,12 @@ class AsyncMemoryStore:
         pairs = await self._embed(cands)  # before taking a pooled connection
         tenant = cands[0].tenant
         async with self.transaction("write", tenant=tenant) as conn:
-            return await run_async(
+            written = await run_async(
                 conn,
                 memory_ops.write_validated(cands, pairs, tenant, self.embedder, self.clock.now()),
             )
+        self._reads.router.share_position(tenant, {c.tenant for c in cands})
+        return written
 
     async def _embed(self, cands: list[MemoryCandidate]) -> vectors.Pairs | None:
         if self.embedder is None:
@@ -275,8 +295,7 @@ class AsyncMemoryStore:
         """As :meth:`MemoryStore.get`."""
         mid = as_uuid(memory_id)
         tenant = check_identifier(tenant, "tenant")
-        async with self.transaction("get", tenant=tenant) as conn:
-            return await run_async(conn, memory_ops.get(tenant, mid))
+        return await self._reads.read("get", tenant, lambda: memory_ops.get(tenant, mid))
 
     async def history(
         self, tenant: str, scope: Scope | str, scope_id: str | None, key: str
@@ -286,20 +305,19 @@ class AsyncMemoryStore:
         scope = as_scope(scope)
         skey = scope_key(scope, scope_id)
         key = check_identifier(key, "key")
-        async with self.transaction("history", tenant=tenant) as conn:
-            return await run_async(conn, memory_ops.history(tenant, scope, skey, key))
+        return await self._reads.read(
+            "history", tenant, lambda: memory_ops.history(tenant, scope, skey, key)
+        )
 
     async def pending(self, tenant: str) -> list[Memory]:
         """As :meth:`MemoryStore.pending`."""
         tenant = check_identifier(tenant, "tenant")
-        async with self.transaction("pending", tenant=tenant) as conn:
-            return await run_async(conn, memory_ops.pending(tenant))
+        return await self._reads.read("pending", tenant, lambda: memory_ops.pending(tenant))
 
     async def audit(self, tenant: str) -> list[dict[str, Any]]:
         """As :meth:`MemoryStore.audit`."""
         tenant = check_identifier(tenant, "tenant")
-        async with self.transaction("audit", tenant=tenant) as conn:
-            return await run_async(conn, memory_ops.audit(tenant))
+        return await self._reads.read("audit", tenant, lambda: memory_ops.audit(tenant))
 
     # --- approval ------------------------------------------------------------------------------
 
@@ -369,8 +387,9 @@ class AsyncMemoryStore:
         now = req.now or self.clock.now()
         cap = self.settings.narrow_scope_cap
         qv = await self._query_vector(req.query)
-        async with self.transaction("recall", tenant=req.tenant) as conn:
-            fetched = await run_async(conn, self.retriever.fetch_op(req, qv, now, cap))
+        fetched = await self._reads.read(
+            "recall", req.tenant, lambda: self.retriever.fetch_op(req, qv, now, cap)
+        )
         return self.retriever.assemble_result(fetched, req, cap)
 
     async def _query_vector(self, query: str) -> list[float] | None:
@@ -390,8 +409,9 @@ class AsyncMemoryStore:
         req = coerce_request(request)
         now = req.now or self.clock.now()
         qv = await self._query_vector(req.query) if use_vector else None
-        async with self.transaction("recall", tenant=req.tenant) as conn:
-            rows = await run_async(conn, self.retriever.signals_op(req, qv, now))
+        rows = await self._reads.read(
+            "recall", req.tenant, lambda: self.retriever.signals_op(req, qv, now)
+        )
         return rows, qv is None
 
     # --- idempotent requests -------------------------------------------------------------------
@@ -412,6 +432,7 @@ class AsyncMemoryStore:
                 if record is not None:
                     await conn.rollback()
                     return memory_ops.replay(record, request_sha256)
+                written_tenants = {tenant}
 
                 async def write_here(
                     candidates: Sequence[MemoryCandidate | Mapping[str, Any]],
@@ -419,6 +440,7 @@ class AsyncMemoryStore:
                     cands = self._validate(candidates)
                     if not cands:
                         return []
+                    written_tenants.update(c.tenant for c in cands)
                     pairs = await self._embed(cands)
                     op = memory_ops.write_validated(
                         cands, pairs, tenant, self.embedder, self.clock.now()
@@ -436,7 +458,14 @@ class AsyncMemoryStore:
                     ),
                 )
                 await conn.commit()
+                await self._reads.note_commit(conn, written_tenants)
                 return status, payload, False
+
+    # --- read replicas -------------------------------------------------------------------------
+
+    def read_routing(self) -> ReadRouting:
+        """As :meth:`MemoryStore.read_routing` (no IO, so not a coroutine)."""
+        return self._reads.router.snapshot()
 
     # --- maintenance ---------------------------------------------------------------------------
 
@@ -496,4 +525,5 @@ class AsyncMemoryStore:
             lexical_reason=self.lexical_reason,
             counts=counts,
             constraints_over_budget=over_budget,
+            read_replicas=self.read_routing().replicas,
         )

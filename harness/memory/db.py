@@ -38,38 +38,40 @@ SUPPORTED_URL_FORMS = "postgresql://USER:PASSWORD@HOST:PORT/DATABASE (or postgre
 _DRIVERS = ("postgresql", "postgres", "postgresql+psycopg")
 
 
-def _bad_url(why: str) -> InvalidInput:
+def _bad_url(why: str, setting: str = URL_SETTING) -> InvalidInput:
     return InvalidInput(
-        f"{URL_SETTING}: {why}; the supported form is {SUPPORTED_URL_FORMS}, with special "
+        f"{setting}: {why}; the supported form is {SUPPORTED_URL_FORMS}, with special "
         "characters of the user name and password percent-encoded (@ as %40, : as %3A, "
         "/ as %2F, % as %25)",
-        fields=(URL_SETTING,),
+        fields=(setting,),
     )
 
 
-def parse_url(url: str) -> URL:
+def parse_url(url: str, *, setting: str = URL_SETTING) -> URL:
     """Parse a database URL, refusing the forms the store cannot use.
 
     Raises:
-        InvalidInput: naming ``HARNESS_DATABASE_URL`` with the fix (a libpq ``key=value``
+        InvalidInput: naming ``setting`` (``HARNESS_DATABASE_URL``) with the fix (a libpq ``key=value``
             string, a malformed URL, an unencoded ``@`` in the password, a non-numeric port,
             an unsupported driver such as ``+asyncpg``). The password is never echoed.
     """
     text = url.strip()
     if "://" not in text and "=" in text:
-        raise _bad_url("a libpq 'host=... dbname=...' string is not a URL")
+        raise _bad_url("a libpq 'host=... dbname=...' string is not a URL", setting)
     try:
         parsed = make_url(text)
     except sa_exc.ArgumentError:
-        raise _bad_url("not a database URL") from None
+        raise _bad_url("not a database URL", setting) from None
     except ValueError:  # e.g. a port that is not a number
         raise _bad_url(
-            "the port is not a number (or the password holds an unencoded ':')"
+            "the port is not a number (or the password holds an unencoded ':')", setting
         ) from None
     if parsed.drivername not in _DRIVERS:
-        raise _bad_url(f"driver {parsed.drivername!r} is not supported (psycopg 3 only)")
+        raise _bad_url(
+            f"driver {parsed.drivername!r} is not supported (psycopg 3 only)", setting
+        )
     if parsed.host and ("@" in parsed.host or "/" in parsed.host):
-        raise _bad_url("the password (or user name) holds an unencoded '@' or '/'")
+        raise _bad_url("the password (or user name) holds an unencoded '@' or '/'", setting)
     return parsed
 
 
@@ -78,10 +80,10 @@ def redact_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def normalize_url(url: str) -> str:
+def normalize_url(url: str, *, setting: str = URL_SETTING) -> str:
     """Use psycopg 3 for plain ``postgresql://`` URLs; refuse what it cannot use (see
-    :func:`parse_url`)."""
-    parsed = parse_url(url)
+    :func:`parse_url`; errors name ``setting``)."""
+    parsed = parse_url(url, setting=setting)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)

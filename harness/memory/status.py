@@ -11,6 +11,7 @@ from harness.memory.db import redact_url
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.ops import Op
 from harness.memory.recall import RecallResult
+from harness.memory.replicas import ReplicaState
 from harness.memory.types import Kind, Memory, RecallRequest, Scope
 from harness.memory.vectors import stored_model_op
 
@@ -42,6 +43,8 @@ class StoreStatus:
     embed_source: str | None = None
     embed_model_path: str | None = None
     constraints_over_budget: dict[str, int] = field(default_factory=dict)
+    #: Each read replica (HARNESS_DATABASE_READ_URL) as this store sees it, URL redacted.
+    read_replicas: tuple[ReplicaState, ...] = ()
 
 
 def status_counts() -> Op[tuple[dict[str, dict[str, int]], int, dict[str, int], str | None]]:
@@ -65,6 +68,7 @@ def build_status(
     lexical_reason: str | None,
     counts: tuple[dict[str, dict[str, int]], int, dict[str, int], str | None],
     constraints_over_budget: dict[str, int],
+    read_replicas: tuple[ReplicaState, ...] = (),
 ) -> StoreStatus:
     """The status report from what :func:`status_counts` read (pure)."""
     per_tenant, missing, cleanups, stored = counts
@@ -82,6 +86,7 @@ def build_status(
         embed_source=choice.source if choice else None,
         embed_model_path=str(choice.model_path) if choice and choice.model_path else None,
         constraints_over_budget=constraints_over_budget,
+        read_replicas=read_replicas,
     )
 
 

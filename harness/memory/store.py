@@ -32,7 +32,9 @@ from harness.memory.guard import Guard, default_guard
 from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
 from harness.memory.ops import run_sync
 from harness.memory.ranking import RankingConfig, Scored
+from harness.memory.read_routing import SyncReads, read_router
 from harness.memory.recall import RecallResult
+from harness.memory.replicas import ReadRouting, parse_read_urls
 from harness.memory.retrieval import Retriever, coerce_request, query_vector, recall_failed
 from harness.memory.rls import assume_app_role
 from harness.memory.runs import RunRecords
@@ -73,8 +75,11 @@ class MemoryStore:
         clock: Clock,
         url: str,
         lexical_reason: str | None = None,
+        reads: SyncReads | None = None,
     ):
         self._engine = engine
+        #: Where reads run (replicas of HARNESS_DATABASE_READ_URL, else the primary).
+        self._reads = reads or SyncReads(engine, read_router(settings, ()), (), settings)
         self.settings = settings
         self.embedder = embedder
         self.guard = guard
@@ -109,17 +114,23 @@ class MemoryStore:
         revision, raising when the schema is behind); True migrates; False does neither (the
         caller checks, e.g. a readiness probe).
 
+        With ``HARNESS_DATABASE_READ_URL``, reads go to those replicas and every write to the
+        primary (see :meth:`read_routing`); an unreachable replica is a warning, not an error.
+
         Raises:
-            InvalidInput: the URL is not one the store can use (names HARNESS_DATABASE_URL).
+            InvalidInput: the URL is not one the store can use (names HARNESS_DATABASE_URL, or
+                HARNESS_DATABASE_READ_URL for a replica's).
             StoreMisconfigured: wrong password, missing database or privilege, SSL required,
                 unknown host, or (migrations off) a schema behind this version.
             StoreUnavailable: the database cannot be reached.
             EmbeddingModelMismatch: vectors were built by another model (see ``reembed``).
         """
         settings = settings or Settings.from_env()
+        read_urls = parse_read_urls(settings.database_read_url_value)
         full_url, embedded = resolve_url(url, settings)
         engine = sa.create_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine, "connect", assume_app_role)
+        reads = SyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
             mode = settings.migrate if migrate is None else ("auto" if migrate else "off")
             if mode == "auto":
@@ -136,6 +147,7 @@ class MemoryStore:
                     # Not migrating, nothing to wait for: the store degrades until the server
                     # is back (pre-ping reconnects); a wrong configuration still fails here.
                     log.warning("schema revision not checked: %s", exc)
+            reads.probe()
             pick = pick_embedder(embedder, settings, embedded=embedded)
             store = cls(
                 engine,
@@ -145,6 +157,7 @@ class MemoryStore:
                 clock=clock or SystemClock(),
                 url=full_url,
                 lexical_reason=pick.reason,
+                reads=reads,
             )
             store.embedder_choice = pick.choice
             pick.warn_if_lexical(settings)
@@ -152,11 +165,13 @@ class MemoryStore:
                 store.check_embedding_model()
             return store
         except BaseException:
+            reads.dispose()
             engine.dispose()
             raise
 
     def close(self) -> None:
-        """Release every pooled connection. Idempotent."""
+        """Release every pooled connection (replicas' too). Idempotent."""
+        self._reads.dispose()
         self._engine.dispose()
 
     def __enter__(self) -> MemoryStore:
@@ -185,23 +200,29 @@ class MemoryStore:
         """One transaction with driver errors translated, admitting ``tenant``'s rows only.
 
         Row-level security is defence in depth under the tenant filter every statement has:
-        without ``tenant`` no row of a tenant table is visible or writable.
+        without ``tenant`` no row of a tenant table is visible or writable. Always on the
+        primary; with read replicas, the commit's WAL position is noted for ``tenant``'s reads.
         """
-        with translate_errors(action), self._engine.begin() as conn:
+        with translate_errors(action), self._engine.connect() as conn:
+            with conn.begin():
+                if tenant is not None:
+                    conn.execute(sql.set_tenant(tenant))
+                yield conn
             if tenant is not None:
-                conn.execute(sql.set_tenant(tenant))
-            yield conn
+                self._reads.note_commit(conn, (tenant,))
 
     @contextlib.contextmanager
     def maintenance(self, action: str, *, as_owner: bool = False) -> Iterator[Connection]:
         """One transaction over every tenant's rows, for work that is cross-tenant by nature
         (expiry purge, status counts, reconcile, reembed). ``as_owner`` runs it as the login
         itself, needed to change the schema (re-declaring the vector columns)."""
-        with translate_errors(action), self._engine.begin() as conn:
-            if as_owner:
-                conn.execute(sql.reset_local_role())
-            conn.execute(sql.all_tenants())
-            yield conn
+        with translate_errors(action), self._engine.connect() as conn:
+            with conn.begin():
+                if as_owner:
+                    conn.execute(sql.reset_local_role())
+                conn.execute(sql.all_tenants())
+                yield conn
+            self._reads.note_commit(conn, (None,))
 
     # --- embedding model bookkeeping -----------------------------------------------------------
 
@@ -249,10 +270,12 @@ class MemoryStore:
         pairs = self._embed(cands)  # before taking a pooled connection
         tenant = cands[0].tenant
         with self.transaction("write", tenant=tenant) as conn:
-            return run_sync(
+            written = run_sync(
                 conn,
                 memory_ops.write_validated(cands, pairs, tenant, self.embedder, self.clock.now()),
             )
+        self._reads.router.share_position(tenant, {c.tenant for c in cands})
+        return written
 
     def _embed(self, cands: list[MemoryCandidate]) -> vectors.Pairs | None:
         return vectors.embed_or_none(
@@ -266,8 +289,7 @@ class MemoryStore:
         (an id of another tenant is not found)."""
         mid = as_uuid(memory_id)
         tenant = check_identifier(tenant, "tenant")
-        with self.transaction("get", tenant=tenant) as conn:
-            return run_sync(conn, memory_ops.get(tenant, mid))
+        return self._reads.read("get", tenant, lambda: memory_ops.get(tenant, mid))
 
     def history(
         self, tenant: str, scope: Scope | str, scope_id: str | None, key: str
@@ -277,20 +299,19 @@ class MemoryStore:
         scope = as_scope(scope)
         skey = scope_key(scope, scope_id)
         key = check_identifier(key, "key")
-        with self.transaction("history", tenant=tenant) as conn:
-            return run_sync(conn, memory_ops.history(tenant, scope, skey, key))
+        return self._reads.read(
+            "history", tenant, lambda: memory_ops.history(tenant, scope, skey, key)
+        )
 
     def pending(self, tenant: str) -> list[Memory]:
         """Memories of the tenant waiting for an admin decision, oldest first."""
         tenant = check_identifier(tenant, "tenant")
-        with self.transaction("pending", tenant=tenant) as conn:
-            return run_sync(conn, memory_ops.pending(tenant))
+        return self._reads.read("pending", tenant, lambda: memory_ops.pending(tenant))
 
     def audit(self, tenant: str) -> list[dict[str, Any]]:
         """Every approval decision of the tenant, oldest first (who, when, what, reason)."""
         tenant = check_identifier(tenant, "tenant")
-        with self.transaction("audit", tenant=tenant) as conn:
-            return run_sync(conn, memory_ops.audit(tenant))
+        return self._reads.read("audit", tenant, lambda: memory_ops.audit(tenant))
 
     # --- approval ------------------------------------------------------------------------------
 
@@ -370,8 +391,9 @@ class MemoryStore:
         now = req.now or self.clock.now()
         cap = self.settings.narrow_scope_cap
         qv = query_vector(self.embedder, req.query, self.retriever.query_vectors)
-        with self.transaction("recall", tenant=req.tenant) as conn:
-            fetched = run_sync(conn, self.retriever.fetch_op(req, qv, now, cap))
+        fetched = self._reads.read(
+            "recall", req.tenant, lambda: self.retriever.fetch_op(req, qv, now, cap)
+        )
         return self.retriever.assemble_result(fetched, req, cap)
 
     def signals(
@@ -388,8 +410,9 @@ class MemoryStore:
             if use_vector
             else None
         )
-        with self.transaction("recall", tenant=req.tenant) as conn:
-            rows = run_sync(conn, self.retriever.signals_op(req, qv, now))
+        rows = self._reads.read(
+            "recall", req.tenant, lambda: self.retriever.signals_op(req, qv, now)
+        )
         return rows, qv is None
 
     # --- idempotent requests -------------------------------------------------------------------
@@ -417,6 +440,7 @@ class MemoryStore:
             if record is not None:
                 conn.rollback()
                 return memory_ops.replay(record, request_sha256)
+            written_tenants = {tenant}
 
             def write_here(
                 candidates: Sequence[MemoryCandidate | Mapping[str, Any]],
@@ -424,6 +448,7 @@ class MemoryStore:
                 cands = self._validate(candidates)
                 if not cands:
                     return []
+                written_tenants.update(c.tenant for c in cands)
                 op = memory_ops.write_validated(
                     cands, self._embed(cands), tenant, self.embedder, self.clock.now()
                 )
@@ -440,7 +465,15 @@ class MemoryStore:
                 ),
             )
             conn.commit()
+            self._reads.note_commit(conn, written_tenants)
             return status, payload, False
+
+    # --- read replicas -------------------------------------------------------------------------
+
+    def read_routing(self) -> ReadRouting:
+        """Where reads went (each replica, the primary, why they fell back) and each replica's
+        health. No IO; empty without ``HARNESS_DATABASE_READ_URL``."""
+        return self._reads.router.snapshot()
 
     # --- maintenance ---------------------------------------------------------------------------
 
@@ -499,4 +532,5 @@ class MemoryStore:
             lexical_reason=self.lexical_reason,
             counts=counts,
             constraints_over_budget=over_budget,
+            read_replicas=self.read_routing().replicas,
         )

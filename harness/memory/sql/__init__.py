@@ -1,8 +1,9 @@
 """Every SQL statement of the MemoryStore, as builders that compile without executing.
 
 Tenant is the first filter of every statement that reads or changes memories. One package,
-four modules: the write path and reads (``memories``), recall (``recall``), run and
-ingest records (``records``), and row-level security (``security``).
+one module per concern: the write path and reads (``memories``), recall (``recall``), run
+and ingest records (``records``), read replicas (``replicas``) and row-level security
+(``security``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from harness.memory.sql.recall import *  # noqa: F403
 from harness.memory.sql.recall import __all__ as _recall_all
 from harness.memory.sql.records import *  # noqa: F403
 from harness.memory.sql.records import __all__ as _records_all
+from harness.memory.sql.replicas import *  # noqa: F403
+from harness.memory.sql.replicas import __all__ as _replicas_all
 from harness.memory.sql.security import *  # noqa: F403
 from harness.memory.sql.security import __all__ as _security_all
 
-__all__ = ["MEMORY_COLUMNS", *_memories_all, *_recall_all, *_records_all, *_security_all]
+__all__ = [
+    "MEMORY_COLUMNS",
+    *_memories_all,
+    *_recall_all,
+    *_records_all,
+    *_replicas_all,
+    *_security_all,
+]
