@@ -16,9 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.base import BaseStore
 
 from harness.engine import Verdict
@@ -35,6 +36,7 @@ from harness.integrations._lg_mapping import (
     value_of,
 )
 from harness.memory import AsyncMemoryStore, Kind, MemoryStore, Scope, Status
+from harness.recallset import RecallSet
 from harness.settings import Settings
 from tests.conftest import HashEmbedder, unreachable_store
 
@@ -481,3 +483,42 @@ def test_importing_without_the_extra_says_what_to_install() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'harness-memory[langgraph]'" in out.stdout
+
+
+def test_the_recallset_tools_answer_bad_calls_with_error_text_and_the_run_goes_on() -> None:
+    recallset = RecallSet()
+    tools = hlg.recallset_tools(recallset)
+    calls = [
+        {
+            "name": "recallset_add",
+            "args": {"content": "Check the Q3 totals.", "mark": "keep"},
+            "id": "c1",
+        },
+        {"name": "recallset_mark", "args": {"id": "r99", "mark": "keep"}, "id": "c2"},
+        {"name": "recallset_add", "args": {"content": 3, "colour": "red"}, "id": "c3"},
+        {"name": "recallset_overview", "args": {}, "id": "c4"},
+    ]
+    model = FakeMessagesListChatModel(
+        responses=[AIMessage("", tool_calls=calls), AIMessage("done")]
+    )
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    out = builder.compile().invoke({"messages": [HumanMessage("go")]})
+
+    answers = {
+        m.tool_call_id: str(m.content) for m in out["messages"] if isinstance(m, ToolMessage)
+    }
+    assert '"status": "added"' in answers["c1"]
+    assert answers["c2"].startswith("error:") and "r99" in answers["c2"]
+    assert answers["c3"].startswith("error:")
+    assert "Check the Q3 totals." in answers["c4"]
+    assert [it.content for it in recallset.items()] == ["Check the Q3 totals."]
+    assert out["messages"][-1].content == "done"
