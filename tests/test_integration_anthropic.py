@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,23 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818StrReplaceCommand,
     BetaMemoryTool20250818ViewCommand,
 )
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from harness.engine import Verdict
 from harness.integrations._memory_files import FileError, MemoryFiles, RunIdentity
 from harness.integrations.anthropic_memory import AsyncHarnessMemoryTool, HarnessMemoryTool
-from harness.memory import AsyncMemoryStore, Kind, MemoryCandidate, MemoryStore, Scope
+from harness.memory import (
+    AsyncMemoryStore,
+    Kind,
+    Memory,
+    MemoryCandidate,
+    MemoryStore,
+    Scope,
+    Status,
+)
+from harness.memory.types import Source
 from harness.recallset import Mark, RecallSet
 from harness.settings import Settings
 from tests.conftest import HashEmbedder
@@ -461,3 +473,108 @@ def test_importing_without_the_extra_says_what_to_install() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'harness-memory[anthropic]'" in out.stdout
+
+
+# --- stateful: the staged tree behaves like a dict of files over the stored ones ------------------
+
+_PATHS = [f"{ALICE}/fact/a", f"{ALICE}/fact/b", "/memories/platform/constraint/c"]
+_TEXT = st.text(alphabet="ab\n", max_size=8)
+_MAX = 12
+
+
+def _stored(key: str, content: str) -> Memory:
+    return Memory(
+        id=uuid.uuid4(),
+        tenant="acme",
+        scope=Scope.USER,
+        scope_id="alice",
+        kind=Kind.FACT,
+        key=key,
+        content=content,
+        context=None,
+        priority=0,
+        status=Status.ACTIVE,
+        source=Source(),
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        expires_at=None,
+        supersedes=None,
+        superseded_by=None,
+        fingerprint="f",
+    )
+
+
+class StagedTree(RuleBasedStateMachine):
+    """MemoryFiles against a plain dict: every command either matches the dict or is refused
+    with the tool's error text and changes nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files = MemoryFiles(RunIdentity("acme", "alice"), RecallSet(), max_file_chars=_MAX)
+        self.files.load([_stored("a", "ab\nab")])
+        self.base = {f"{ALICE}/fact/a": "ab\nab"}
+        self.model = dict(self.base)
+
+    def _attempt(self, action: Any, ok: bool, change: Any) -> None:
+        if ok:
+            action()
+            change()
+        else:
+            with pytest.raises(FileError):
+                action()
+
+    @rule(path=st.sampled_from(_PATHS), text=_TEXT)
+    def create(self, path: str, text: str) -> None:
+        ok = path not in self.model and len(text) <= _MAX
+        self._attempt(
+            lambda: self.files.create(path, text), ok, lambda: self.model.__setitem__(path, text)
+        )
+
+    @rule(
+        path=st.sampled_from(_PATHS),
+        old=st.text(alphabet="ab\n", min_size=1, max_size=3),
+        new=_TEXT,
+    )
+    def str_replace(self, path: str, old: str, new: str) -> None:
+        current = self.model.get(path)
+        after = None if current is None else current.replace(old, new)
+        ok = current is not None and current.count(old) == 1 and len(after or "") <= _MAX
+        self._attempt(
+            lambda: self.files.str_replace(path, old, new),
+            ok,
+            lambda: self.model.__setitem__(path, after),
+        )
+
+    @rule(path=st.sampled_from(_PATHS))
+    def delete(self, path: str) -> None:
+        self._attempt(
+            lambda: self.files.delete(path), path in self.model, lambda: self.model.pop(path)
+        )
+
+    @rule(old=st.sampled_from(_PATHS), new=st.sampled_from(_PATHS))
+    def rename(self, old: str, new: str) -> None:
+        ok = old in self.model and new not in self.model
+
+        def move() -> None:
+            self.model[new] = self.model.pop(old)
+
+        self._attempt(lambda: self.files.rename(old, new), ok, move)
+
+    @invariant()
+    def views_match_the_dict(self) -> None:
+        for path in _PATHS:
+            if path in self.model:
+                shown = self.files.view(path).split("\n")[1:]
+                assert "\n".join(line.split("\t", 1)[1] for line in shown) == self.model[path]
+            else:
+                with pytest.raises(FileError, match="does not exist"):
+                    self.files.view(path)
+
+    @invariant()
+    def staged_is_the_net_difference(self) -> None:
+        expected = {p: c for p, c in self.model.items() if self.base.get(p) != c}
+        expected |= {p: None for p in self.base if p not in self.model}
+        assert {c.location.path: c.content for c in self.files.staged()} == expected
+
+
+TestStagedTree = StagedTree.TestCase
+TestStagedTree.settings = settings(max_examples=60, stateful_step_count=20, deadline=None)

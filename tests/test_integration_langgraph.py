@@ -241,6 +241,8 @@ def test_a_user_bound_store_refuses_other_users(
     with pytest.raises(InvalidInput, match="another user"):
         alice_only.put(("user", "bob", "fact"), "job", {"content": "changed"})
     assert alice_only.search(("user",)) == []
+    with pytest.raises(InvalidInput, match="another user"):
+        alice_only.search(("user", "bob"))
     assert alice_only.list_namespaces() == []
 
 

@@ -25,6 +25,7 @@ from langgraph.store.base import (
 )
 
 from harness.errors import InvalidInput
+from harness.identifiers import check_identifier, check_optional_identifier
 from harness.integrations._lg_mapping import (
     NamespacePrefix,
     Target,
@@ -46,7 +47,6 @@ from harness.memory.types import (
     Memory,
     MemoryCandidate,
     Origin,
-    RecallRequest,
     Scope,
     Source,
     Status,
@@ -109,7 +109,8 @@ class HarnessStore(BaseStore):
         user_id: str | None = None,
         scan_limit: int = 2000,
     ) -> None:
-        RecallRequest(tenant=tenant, user_id=user_id or "anyone")  # identity rules, once
+        check_identifier(tenant, "tenant")
+        check_optional_identifier(user_id, "user_id")
         if scan_limit < 1:
             raise InvalidInput("scan_limit: must be at least 1", fields=("scan_limit",))
         self.store = store
@@ -215,17 +216,22 @@ class HarnessStore(BaseStore):
 
     def _target(self, namespace: Sequence[str]) -> Target:
         target = parse_namespace(namespace)
+        self._check_user(target.scope, target.scope_id, namespace)
+        return target
+
+    def _check_user(
+        self, scope: Scope | None, scope_id: str | None, namespace: Sequence[str]
+    ) -> None:
         if (
             self.user_id is not None
-            and target.scope is Scope.USER
-            and target.scope_id != self.user_id
+            and scope is Scope.USER
+            and scope_id not in (None, self.user_id)
         ):
             raise InvalidInput(
                 f"namespace: {tuple(namespace)!r} belongs to another user; this store serves "
                 f"user {self.user_id!r} only",
                 fields=("namespace",),
             )
-        return target
 
     def _live(self, memory: Memory) -> bool:
         return memory.status is Status.ACTIVE and (
@@ -310,8 +316,7 @@ class HarnessStore(BaseStore):
 
     def _search(self, op: SearchOp) -> _Steps:
         prefix = parse_prefix(op.namespace_prefix)
-        if prefix.scope is Scope.USER and prefix.scope_id is not None:
-            self._target((Scope.USER.value, prefix.scope_id, "fact"))  # same user rule as get
+        self._check_user(prefix.scope, prefix.scope_id, op.namespace_prefix)
         found = []
         for target, key, memory in (yield from self._listed(prefix)):
             value = value_of(memory.content)
