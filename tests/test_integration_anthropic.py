@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from harness.engine import Verdict
+from harness.errors import InvalidInput
 from harness.integrations._memory_files import FileError, MemoryFiles, RunIdentity
 from harness.integrations.anthropic_memory import AsyncHarnessMemoryTool, HarnessMemoryTool
 from harness.memory import (
@@ -181,8 +182,12 @@ def test_a_rejected_run_drops_its_staged_files_and_keeps_the_lesson(
     )
     assert [m.kind for m in done.written] == [Kind.LESSON]
     assert store.history(tenant, Scope.WORKFLOW, "wf-1", "format") == []
-    with pytest.raises(Exception, match="already remembered"):
+    with pytest.raises(InvalidInput, match="already remembered"):
         tool.remember(Verdict(accepted=True), task_input="again")
+    with pytest.raises(ToolError, match="run is over"):
+        tool.call(
+            {"command": "create", "path": "/memories/workflow/wf-1/fact/late", "file_text": "x"}
+        )
 
 
 def test_view_serves_recall_and_the_store(store: MemoryStore, tenant: str) -> None:

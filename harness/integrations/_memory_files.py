@@ -135,6 +135,7 @@ class MemoryFiles:
         self._staged: dict[str, _File | None] = {}
         self._log: dict[str, str] = {}  # path -> RecallSet item id of its live staged content
         self._looked_up: set[str] = set()
+        self._closed = False
 
     # --- loading what the store holds ---------------------------------------------------------
 
@@ -179,6 +180,8 @@ class MemoryFiles:
 
     def _locate(self, path: object) -> FileLocation | tuple[str, ...]:
         """A file location, or the directory parts after /memories."""
+        if self._closed:
+            raise FileError("This run is over: its memory files take no more commands.")
         if not isinstance(path, str) or not path:
             raise FileError("A path is required, e.g. /memories/user/<id>/preference/<name>.")
         if len(path) > MAX_PATH_CHARS:
@@ -402,9 +405,10 @@ class MemoryFiles:
         return out
 
     def clear(self) -> None:
-        """Forget the staged changes (the run is over). Idempotent."""
+        """Forget the staged changes; the run is over, later commands are refused. Idempotent."""
         self._staged.clear()
         self._log.clear()
+        self._closed = True
 
 
 def _numbered(path: str, content: str, view_range: object) -> str:
