@@ -7,13 +7,15 @@ import asyncio
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -524,3 +526,50 @@ def test_the_recallset_tools_answer_bad_calls_with_error_text_and_the_run_goes_o
     assert "Check the Q3 totals." in answers["c4"]
     assert [it.content for it in recallset.items()] == ["Check the Q3 totals."]
     assert out["messages"][-1].content == "done"
+
+
+# --- stateful: the store behaves like LangGraph's dict of (namespace, key) -> value --------------
+
+_NAMESPACES = [
+    ("user", "alice", "fact"),
+    ("user", "alice", "fact", "notes"),
+    ("workflow", "wf-1", "lesson"),
+    ("platform", "constraint"),
+]
+_VALUES = st.one_of(
+    st.sampled_from(["Answer briefly.", "Cite sources.", '{"looks": "like json"}']).map(
+        lambda text: {"content": text}
+    ),
+    st.fixed_dictionaries({"n": st.integers(0, 9), "tag": st.sampled_from(["a", "b"])}),
+)
+
+
+def test_the_store_behaves_like_a_dict_of_items(store: MemoryStore) -> None:
+    class Items(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lg = hlg.HarnessStore(store, tenant=f"t-{uuid.uuid4().hex[:10]}")
+            self.model: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
+
+        @rule(ns=st.sampled_from(_NAMESPACES), key=st.sampled_from(["k1", "k.2"]), value=_VALUES)
+        def put(self, ns: tuple[str, ...], key: str, value: dict[str, Any]) -> None:
+            self.lg.put(ns, key, value)
+            self.model[(ns, key)] = value
+            item = self.lg.get(ns, key)
+            assert item is not None and item.value == value and item.namespace == ns
+
+        @rule(ns=st.sampled_from(_NAMESPACES), key=st.sampled_from(["k1", "k.2"]))
+        def delete(self, ns: tuple[str, ...], key: str) -> None:
+            self.lg.delete(ns, key)
+            self.model.pop((ns, key), None)
+            assert self.lg.get(ns, key) is None
+
+        @invariant()
+        def search_lists_exactly_the_live_items(self) -> None:
+            found = {(i.namespace, i.key): i.value for i in self.lg.search((), limit=100)}
+            assert found == self.model
+            assert self.lg.list_namespaces() == sorted({ns for ns, _ in self.model})
+
+    run_state_machine_as_test(
+        Items, settings=settings(max_examples=8, stateful_step_count=8, deadline=None)
+    )
