@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph.store.base import BaseStore
 
 from harness.engine import Verdict
@@ -573,3 +574,22 @@ def test_the_store_behaves_like_a_dict_of_items(store: MemoryStore) -> None:
     run_state_machine_as_test(
         Items, settings=settings(max_examples=8, stateful_step_count=8, deadline=None)
     )
+
+
+def test_the_recall_node_works_as_a_prebuilt_agents_pre_model_hook(
+    store: MemoryStore, tenant: str
+) -> None:
+    hlg.HarnessStore(store, tenant=tenant).put(
+        ("platform", "constraint"), "lang", {"content": "Answer in English only."}
+    )
+    requests = _Requests()
+    model = FakeMessagesListChatModel(responses=[AIMessage("ok")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's
+        agent = create_react_agent(
+            model, tools=[], pre_model_hook=hlg.recall_node(store, tenant=tenant)
+        )
+    agent.invoke({"messages": [HumanMessage("Bonjour")]}, _config(tenant, requests))
+    (first,) = requests.requests
+    assert first[0].id == hlg.RECALL_MESSAGE_ID
+    assert "Answer in English only." in str(first[0].content)
