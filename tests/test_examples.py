@@ -27,14 +27,17 @@ def _line(stdout: str, prefix: str) -> str:
 
 def test_there_is_an_example_per_integration() -> None:
     names = {p.name for p in EXAMPLES}
-    assert {"pydantic_ai_two_runs.py", "openai_agents_two_runs.py"} <= names
+    assert {
+        "pydantic_ai_two_runs.py",
+        "openai_agents_two_runs.py",
+        "langgraph_two_runs.py",
+        "anthropic_memory_two_runs.py",
+    } <= names
 
 
 @pytest.mark.subprocess
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_tells_the_two_run_story(
-    script: Path, private_db_url: str, tmp_path: Path
-) -> None:
+def test_example_tells_the_two_run_story(script: Path, private_db_url: str, tmp_path: Path) -> None:
     # A database of its own: the example's store records the real embedding model, which
     # must not meet vectors other tests built with the hash embedder.
     env = {
@@ -76,7 +79,9 @@ def test_readme_snippet_compiles_and_its_imports_exist(heading: str) -> None:
     import importlib
 
     source = _python_block_after(heading)
-    tree = compile(source, heading, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST)
+    tree = compile(
+        source, heading, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST
+    )
     imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert imports
     for node in imports:

@@ -1,0 +1,90 @@
+"""After the verdict: the candidates a run leaves behind, and their writes (sync and async).
+
+Shared by the LangGraph and Anthropic integrations. Pure candidate building; the two write
+functions are the only IO, and they never raise for a refused or failed candidate: each lands
+in :class:`Remembered` so nothing is lost silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.engine import Verdict
+from harness.errors import HarnessError, MemoryRejected
+from harness.lessons import is_concrete_feedback, lesson_candidate
+from harness.memory.async_store import AsyncMemoryStore
+from harness.memory.store import MemoryStore
+from harness.memory.types import Memory, MemoryCandidate
+
+__all__ = ["Remembered", "lesson_for", "write_candidates", "write_candidates_async"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Remembered:
+    """What a post-verdict write did: stored memories, guard refusals, failed writes."""
+
+    written: list[Memory] = field(default_factory=list)
+    rejected: list[tuple[MemoryCandidate, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    forgotten: int = 0
+
+
+def lesson_for(
+    verdict: Verdict,
+    *,
+    tenant: str,
+    user_id: str,
+    workflow_id: str | None,
+    task_input: str,
+    run_id: str,
+) -> MemoryCandidate | None:
+    """The lesson a rejection with concrete feedback teaches; None for an acceptance or a
+    generic complaint ("wrong", "retry"), which teaches nothing."""
+    if verdict.accepted or not is_concrete_feedback(verdict.feedback):
+        return None
+    assert verdict.feedback is not None
+    return lesson_candidate(
+        tenant=tenant,
+        user_id=user_id,
+        workflow_id=workflow_id,
+        feedback=verdict.feedback,
+        task_input=task_input,
+        run_id=run_id,
+        verdict_id=verdict.id,
+    )
+
+
+def write_candidates(store: MemoryStore, candidates: Sequence[MemoryCandidate]) -> Remembered:
+    """Write each candidate (guard first); refusals and failures are reported, not raised."""
+    out = Remembered()
+    for cand in candidates:
+        try:
+            out.written.append(store.write(cand))
+        except MemoryRejected as exc:
+            log.warning("candidate refused by the guard: %s", exc)
+            out.rejected.append((cand, exc.reason))
+        except HarnessError as exc:
+            log.error("memory write failed after the verdict (not stored): %s", exc)
+            out.errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+    return out
+
+
+async def write_candidates_async(
+    store: AsyncMemoryStore, candidates: Sequence[MemoryCandidate]
+) -> Remembered:
+    """:func:`write_candidates` on an :class:`AsyncMemoryStore`."""
+    out = Remembered()
+    for cand in candidates:
+        try:
+            out.written.append(await store.write(cand))
+        except MemoryRejected as exc:
+            log.warning("candidate refused by the guard: %s", exc)
+            out.rejected.append((cand, exc.reason))
+        except HarnessError as exc:
+            log.error("memory write failed after the verdict (not stored): %s", exc)
+            out.errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+    return out

@@ -1,0 +1,436 @@
+"""Anthropic's client-side ``memory`` tool, backed by harness-memory.
+
+Install with ``pip install 'harness-memory[anthropic]'``.
+
+:class:`HarnessMemoryTool` (sync, over a :class:`MemoryStore`) and
+:class:`AsyncHarnessMemoryTool` (over an :class:`AsyncMemoryStore`) are the SDK's
+``BetaAbstractMemoryTool`` / ``BetaAsyncAbstractMemoryTool``: pass one in ``tools=[...]`` of
+``client.beta.messages.tool_runner``. One handler serves one run:
+
+1. ``recall(query)`` once, before the first model call: put ``result.text`` in ``system``. The
+   recalled memories also appear as files under ``/memories`` (layout in
+   :data:`harness.integrations._memory_files.LAYOUT`); ``view`` of a file recall left out asks
+   the store.
+2. During the run every ``create``, ``str_replace``, ``insert``, ``delete`` and ``rename`` is
+   staged in the handler (and logged in the run's RecallSet); nothing is written long-term, so
+   a model cannot plant a memory mid-run. Paths outside ``/memories``, ``..``, other users'
+   (or workflows', sessions') folders, oversize files and content the guard refuses get the
+   tool's error text (``ToolError``), never an exception that ends the run.
+3. ``remember(verdict, task_input=...)`` once the verdict is final: an accepted run's staged
+   files are written (origin ``completion``; platform files wait for approval) and its staged
+   deletions forgotten; a rejected run's staged changes are dropped and its concrete feedback
+   becomes a lesson.
+
+The tenant is the handler's (from the caller's verified context); no path can name another.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from anthropic.lib.tools import (
+        BetaAbstractMemoryTool,
+        BetaAsyncAbstractMemoryTool,
+        ToolError,
+    )
+    from anthropic.types.beta import (
+        BetaMemoryTool20250818CreateCommand,
+        BetaMemoryTool20250818DeleteCommand,
+        BetaMemoryTool20250818InsertCommand,
+        BetaMemoryTool20250818RenameCommand,
+        BetaMemoryTool20250818StrReplaceCommand,
+        BetaMemoryTool20250818ViewCommand,
+    )
+except ImportError as exc:  # pragma: no cover - exercised by the import-guard test
+    raise ImportError(
+        "harness.integrations.anthropic_memory needs the Anthropic SDK: "
+        "pip install 'harness-memory[anthropic]'"
+    ) from exc
+
+from harness.engine import Verdict
+from harness.errors import HarnessError, InvalidInput, MemoryRejected
+from harness.integrations._memory_files import (
+    LAYOUT,
+    FileError,
+    FileLocation,
+    MemoryFiles,
+    RunIdentity,
+    StagedChange,
+)
+from harness.integrations._verdicts import (
+    Remembered,
+    lesson_for,
+    write_candidates,
+    write_candidates_async,
+)
+from harness.memory.async_store import AsyncMemoryStore
+from harness.memory.checks import validate_candidates
+from harness.memory.recall import RecallResult
+from harness.memory.store import MemoryStore
+from harness.memory.types import Memory, MemoryCandidate, Origin, RecallRequest, Source, Status
+from harness.recallset import RecallSet
+
+__all__ = ["LAYOUT", "AsyncHarnessMemoryTool", "HarnessMemoryTool", "Remembered", "RunIdentity"]
+
+log = logging.getLogger(__name__)
+
+
+def _arg(command: object, name: str) -> Any:
+    """A command attribute; a command built from bad input may lack it (the tool's error)."""
+    try:
+        return getattr(command, name)
+    except AttributeError:
+        raise ToolError(f"The memory command lacks {name!r}.") from None
+
+
+class _Run:
+    """What both handlers share: identity, the staged files, the run's bookkeeping."""
+
+    def __init__(
+        self,
+        store: MemoryStore | AsyncMemoryStore,
+        identity: RunIdentity,
+        recallset: RecallSet | None,
+        run_id: str | None,
+    ) -> None:
+        RecallRequest(**vars(identity))  # identity rules, once: bad input is InvalidInput
+        self.store = store
+        self.identity = identity
+        self.run_id = run_id or f"run-{uuid.uuid4().hex[:16]}"
+        self.recallset = recallset if recallset is not None else RecallSet()
+        self.files = MemoryFiles(
+            identity,
+            self.recallset,
+            max_file_chars=store.settings.max_content_chars,
+            check=self._check,
+        )
+        self.recalled: RecallResult | None = None
+        self.done = False
+
+    def _candidate(self, loc: FileLocation, content: str) -> MemoryCandidate:
+        return MemoryCandidate(
+            tenant=self.identity.tenant,
+            scope=loc.scope,
+            scope_id=loc.scope_id,
+            kind=loc.kind,
+            key=loc.key,
+            content=content,
+            source=Source(origin=Origin.COMPLETION, run_id=self.run_id),
+        )
+
+    def _check(self, loc: FileLocation, content: str) -> None:
+        try:
+            validate_candidates(
+                [self._candidate(loc, content)], self.store.settings, self.store.guard, single=True
+            )
+        except MemoryRejected as exc:
+            raise FileError(f"Refused: {exc.reason}. Memory files must not hold that.") from None
+        except InvalidInput as exc:
+            raise FileError(f"Refused: {exc}") from None
+
+    def request(
+        self, query: str, budget_chars: int, max_items: int, max_item_chars: int
+    ) -> RecallRequest:
+        return RecallRequest(
+            query=query,
+            budget_chars=budget_chars,
+            max_items=max_items,
+            max_item_chars=max_item_chars,
+            **vars(self.identity),
+        )
+
+    def live(self, history: Sequence[Memory]) -> Memory | None:
+        now = self.store.clock.now()
+        for memory in history:
+            if memory.status is Status.ACTIVE and (
+                memory.expires_at is None or memory.expires_at > now
+            ):
+                return memory
+        return None
+
+    def plan(
+        self, verdict: Verdict, task_input: str
+    ) -> tuple[list[MemoryCandidate], list[uuid.UUID]]:
+        """The writes and forgets the verdict calls for."""
+        if self.done:
+            raise InvalidInput("verdict: this run was already remembered", fields=("verdict",))
+        self.done = True
+        writes: list[MemoryCandidate] = []
+        forgets: list[uuid.UUID] = []
+        if verdict.accepted:
+            for change in self.files.staged():
+                writes += self._writes(change)
+                if change.base is not None and (
+                    change.content is None or change.location.key is None
+                ):
+                    forgets.append(change.base.id)
+        lesson = lesson_for(
+            verdict,
+            tenant=self.identity.tenant,
+            user_id=self.identity.user_id,
+            workflow_id=self.identity.workflow_id,
+            task_input=task_input,
+            run_id=self.run_id,
+        )
+        self.files.clear()
+        self.recallset.clear()
+        return writes + ([lesson] if lesson else []), forgets
+
+    def _writes(self, change: StagedChange) -> list[MemoryCandidate]:
+        if change.content is None:
+            return []
+        return [self._candidate(change.location, change.content)]
+
+
+def _tool_error(exc: FileError) -> ToolError:
+    return ToolError(str(exc))
+
+
+class HarnessMemoryTool(BetaAbstractMemoryTool):
+    """The ``memory`` tool over a :class:`MemoryStore`, for one run (see the module docs)."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        tenant: str,
+        user_id: str,
+        workflow_id: str | None = None,
+        session_id: str | None = None,
+        recallset: RecallSet | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.run = _Run(
+            store, RunIdentity(tenant, user_id, workflow_id, session_id), recallset, run_id
+        )
+
+    def recall(
+        self,
+        query: str,
+        *,
+        budget_chars: int = 2000,
+        max_items: int = 20,
+        max_item_chars: int = 500,
+    ) -> RecallResult:
+        """Recall once for this run (later calls return the same result); put ``.text`` in the
+        first request's ``system``. A store failure degrades to an empty result."""
+        if self.run.recalled is None:
+            request = self.run.request(query, budget_chars, max_items, max_item_chars)
+            try:
+                self.run.recalled = self.store.recall(request)
+            except Exception as exc:  # recall must never break the host run
+                log.warning("recall failed; the run continues without memory: %s", exc)
+                self.run.recalled = RecallResult.empty(degraded=True, reason=str(exc))
+            self.run.files.load(item.memory for item in self.run.recalled.items)
+        return self.run.recalled
+
+    def _lookup(self, path: object) -> None:
+        loc = self.run.files.needs_lookup(path) if isinstance(path, str) else None
+        if loc is None or loc.key is None:
+            return
+        try:
+            history = self.store.history(self.run.identity.tenant, loc.scope, loc.scope_id, loc.key)
+        except HarnessError as exc:
+            raise ToolError(f"The memory store is unavailable ({exc}); try again later.") from None
+        self.run.files.looked_up(loc, self.run.live(history))
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        """Serve a directory listing or a file (recalled, staged, or from the store)."""
+        path = _arg(command, "path")
+        self._lookup(path)
+        try:
+            return self.run.files.view(path, getattr(command, "view_range", None))
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        """Stage a new file (nothing is written before the verdict)."""
+        path = _arg(command, "path")
+        self._lookup(path)
+        try:
+            return self.run.files.create(path, _arg(command, "file_text"))
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        """Stage an edit."""
+        path = _arg(command, "path")
+        self._lookup(path)
+        try:
+            return self.run.files.str_replace(
+                path, _arg(command, "old_str"), _arg(command, "new_str")
+            )
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        """Stage an insertion."""
+        path = _arg(command, "path")
+        self._lookup(path)
+        try:
+            return self.run.files.insert(
+                path, _arg(command, "insert_line"), _arg(command, "insert_text")
+            )
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        """Stage a deletion."""
+        path = _arg(command, "path")
+        self._lookup(path)
+        try:
+            return self.run.files.delete(path)
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        """Stage a move."""
+        old, new = _arg(command, "old_path"), _arg(command, "new_path")
+        self._lookup(old)
+        self._lookup(new)
+        try:
+            return self.run.files.rename(old, new)
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    def remember(self, verdict: Verdict, *, task_input: str) -> Remembered:
+        """After the final verdict (once per run): write what it calls for. Refusals and
+        failures are reported in the result, never raised; the staged files are then gone."""
+        writes, forgets = self.run.plan(verdict, task_input)
+        out = write_candidates(self.store, writes)
+        for memory_id in forgets:
+            try:
+                out.forgotten += int(self.store.forget(memory_id, tenant=self.run.identity.tenant))
+            except HarnessError as exc:
+                out.errors.append(f"forget {memory_id}: {exc}")
+        return out
+
+
+class AsyncHarnessMemoryTool(BetaAsyncAbstractMemoryTool):
+    """:class:`HarnessMemoryTool` over an :class:`AsyncMemoryStore`."""
+
+    def __init__(
+        self,
+        store: AsyncMemoryStore,
+        *,
+        tenant: str,
+        user_id: str,
+        workflow_id: str | None = None,
+        session_id: str | None = None,
+        recallset: RecallSet | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.run = _Run(
+            store, RunIdentity(tenant, user_id, workflow_id, session_id), recallset, run_id
+        )
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        budget_chars: int = 2000,
+        max_items: int = 20,
+        max_item_chars: int = 500,
+    ) -> RecallResult:
+        """See :meth:`HarnessMemoryTool.recall`."""
+        if self.run.recalled is None:
+            request = self.run.request(query, budget_chars, max_items, max_item_chars)
+            try:
+                self.run.recalled = await self.store.recall(request)
+            except Exception as exc:  # recall must never break the host run
+                log.warning("recall failed; the run continues without memory: %s", exc)
+                self.run.recalled = RecallResult.empty(degraded=True, reason=str(exc))
+            self.run.files.load(item.memory for item in self.run.recalled.items)
+        return self.run.recalled
+
+    async def _lookup(self, path: object) -> None:
+        loc = self.run.files.needs_lookup(path) if isinstance(path, str) else None
+        if loc is None or loc.key is None:
+            return
+        try:
+            history = await self.store.history(
+                self.run.identity.tenant, loc.scope, loc.scope_id, loc.key
+            )
+        except HarnessError as exc:
+            raise ToolError(f"The memory store is unavailable ({exc}); try again later.") from None
+        self.run.files.looked_up(loc, self.run.live(history))
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        """See :meth:`HarnessMemoryTool.view`."""
+        path = _arg(command, "path")
+        await self._lookup(path)
+        try:
+            return self.run.files.view(path, getattr(command, "view_range", None))
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        """See :meth:`HarnessMemoryTool.create`."""
+        path = _arg(command, "path")
+        await self._lookup(path)
+        try:
+            return self.run.files.create(path, _arg(command, "file_text"))
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        """See :meth:`HarnessMemoryTool.str_replace`."""
+        path = _arg(command, "path")
+        await self._lookup(path)
+        try:
+            return self.run.files.str_replace(
+                path, _arg(command, "old_str"), _arg(command, "new_str")
+            )
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        """See :meth:`HarnessMemoryTool.insert`."""
+        path = _arg(command, "path")
+        await self._lookup(path)
+        try:
+            return self.run.files.insert(
+                path, _arg(command, "insert_line"), _arg(command, "insert_text")
+            )
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        """See :meth:`HarnessMemoryTool.delete`."""
+        path = _arg(command, "path")
+        await self._lookup(path)
+        try:
+            return self.run.files.delete(path)
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        """See :meth:`HarnessMemoryTool.rename`."""
+        old, new = _arg(command, "old_path"), _arg(command, "new_path")
+        await self._lookup(old)
+        await self._lookup(new)
+        try:
+            return self.run.files.rename(old, new)
+        except FileError as exc:
+            raise _tool_error(exc) from None
+
+    async def remember(self, verdict: Verdict, *, task_input: str) -> Remembered:
+        """See :meth:`HarnessMemoryTool.remember`."""
+        writes, forgets = self.run.plan(verdict, task_input)
+        out = await write_candidates_async(self.store, writes)
+        for memory_id in forgets:
+            try:
+                out.forgotten += int(
+                    await self.store.forget(memory_id, tenant=self.run.identity.tenant)
+                )
+            except HarnessError as exc:
+                out.errors.append(f"forget {memory_id}: {exc}")
+        return out

@@ -1,0 +1,569 @@
+"""Anthropic memory tool: the SDK's abstract memory tool backed by harness-memory, fed the SDK's
+own command objects (and, end to end, its tool runner over a scripted HTTP transport)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from anthropic import Anthropic
+from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
+from anthropic.types.beta import (
+    BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
+    BetaMemoryTool20250818InsertCommand,
+    BetaMemoryTool20250818RenameCommand,
+    BetaMemoryTool20250818StrReplaceCommand,
+    BetaMemoryTool20250818ViewCommand,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from harness.engine import Verdict
+from harness.errors import InvalidInput
+from harness.integrations._memory_files import FileError, MemoryFiles, RunIdentity
+from harness.integrations.anthropic_memory import AsyncHarnessMemoryTool, HarnessMemoryTool
+from harness.memory import (
+    AsyncMemoryStore,
+    Kind,
+    Memory,
+    MemoryCandidate,
+    MemoryStore,
+    Scope,
+    Status,
+)
+from harness.memory.types import Source
+from harness.recallset import Mark, RecallSet
+from harness.settings import Settings
+from tests.conftest import HashEmbedder
+
+ROOT = Path(__file__).resolve().parent.parent
+ALICE = "/memories/user/alice"
+
+
+def _view(path: str, view_range: list[int] | None = None) -> BetaMemoryTool20250818ViewCommand:
+    return BetaMemoryTool20250818ViewCommand(command="view", path=path, view_range=view_range)
+
+
+def _create(path: str, text: str) -> BetaMemoryTool20250818CreateCommand:
+    return BetaMemoryTool20250818CreateCommand(command="create", path=path, file_text=text)
+
+
+def _tool(store: MemoryStore, tenant: str, **ids: str) -> HarnessMemoryTool:
+    return HarnessMemoryTool(store, tenant=tenant, user_id="alice", **ids)
+
+
+# --- pure: the file tree -------------------------------------------------------------------------
+
+
+def _files(max_chars: int = 200) -> MemoryFiles:
+    return MemoryFiles(RunIdentity("acme", "alice", "wf-1"), RecallSet(), max_file_chars=max_chars)
+
+
+@given(st.text(max_size=60))
+def test_any_path_is_served_or_refused_with_the_tools_text(path: str) -> None:
+    files = _files()
+    try:
+        files.create(path, "x")
+    except FileError as exc:
+        message = str(exc)
+    else:
+        message = ""
+        assert path.startswith("/memories/") and ".." not in path.split("/")
+    assert message or files.staged()
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("/etc/passwd", "must start with /memories"),
+        ("/memoriesx/user/alice/fact/a", "must start with /memories"),
+        ("/memories/../etc/passwd", "escape"),
+        ("/memories/user/alice/fact/../../bob/fact/a", "escape"),
+        ("/memories/user/bob/fact/a", "another user"),
+        ("/memories/session/s-9/fact/a", "no session"),
+        ("/memories/workflow/wf-2/fact/a", "another workflow"),
+        ("/memories/tenants/other/user/alice/fact/a", "unknown folder"),
+        ("/memories/user/alice/notes/a", "not a kind"),
+        ("/memories/notes.md", "unknown folder"),
+        ("/memories/user/alice/fact", "directory"),
+    ],
+)
+def test_paths_outside_the_runs_memories_are_refused(path: str, why: str) -> None:
+    with pytest.raises(FileError, match=why):
+        _files().create(path, "text")
+
+
+def test_oversize_files_are_refused_whole() -> None:
+    files = _files(max_chars=20)
+    with pytest.raises(FileError, match="limit is 20"):
+        files.create(f"{ALICE}/fact/a", "x" * 21)
+    files.create(f"{ALICE}/fact/a", "x" * 20)
+    with pytest.raises(FileError, match="limit is 20"):
+        files.insert(f"{ALICE}/fact/a", 1, "more")
+    assert files.view(f"{ALICE}/fact/a").endswith("x" * 20)
+
+
+def test_every_change_is_logged_in_the_recallset_and_staged_only() -> None:
+    rs = RecallSet()
+    files = MemoryFiles(RunIdentity("acme", "alice"), rs, max_file_chars=500)
+    files.create(f"{ALICE}/fact/pets", "Alice has a cat.")
+    files.str_replace(f"{ALICE}/fact/pets", "a cat", "two cats")
+    files.rename(f"{ALICE}/fact/pets", f"{ALICE}/fact/animals")
+    live = [it for it in rs.items() if it.mark is Mark.KEEP]
+    assert any("two cats" in it.content and "animals" in it.content for it in live)
+    assert all("a cat." not in it.content for it in live)  # the superseded draft is discarded
+    (change,) = files.staged()  # net: one new file; the created-then-moved one nets out
+    assert (change.location.key, change.content) == ("animals", "Alice has two cats.")
+
+
+# --- the handler, with the SDK's command objects --------------------------------------------------
+
+
+def test_commands_are_staged_and_nothing_is_written_before_the_verdict(
+    store: MemoryStore, tenant: str
+) -> None:
+    tool = _tool(store, tenant)
+    assert isinstance(tool, BetaAbstractMemoryTool)
+    tool.recall("tone of answers")
+    path = f"{ALICE}/preference/tone"
+    assert tool.execute(_create(path, "Plain words.\n")) == f"File created successfully at: {path}"
+    tool.execute(
+        BetaMemoryTool20250818InsertCommand(
+            command="insert", path=path, insert_line=1, insert_text="No jargon."
+        )
+    )
+    tool.execute(
+        BetaMemoryTool20250818StrReplaceCommand(
+            command="str_replace", path=path, old_str="Plain", new_str="Simple"
+        )
+    )
+    assert "Simple words." in tool.execute(_view(path)) and "No jargon." in tool.execute(
+        _view(path)
+    )
+    assert f"{ALICE}/preference/tone" in tool.execute(_view("/memories"))
+    # mid-run: the store holds nothing, and another run does not see the staged file
+    assert store.history(tenant, Scope.USER, "alice", "tone") == []
+    with pytest.raises(ToolError, match="does not exist"):
+        _tool(store, tenant).execute(_view(path))
+
+    done = tool.remember(Verdict(accepted=True), task_input="tone of answers")
+    (memory,) = done.written
+    assert (memory.scope, memory.scope_id, memory.kind, memory.key) == (
+        Scope.USER,
+        "alice",
+        Kind.PREFERENCE,
+        "tone",
+    )
+    assert memory.content == "Simple words.\nNo jargon.\n"
+    assert memory.source.origin.value == "completion"
+
+
+def test_a_rejected_run_drops_its_staged_files_and_keeps_the_lesson(
+    store: MemoryStore, tenant: str
+) -> None:
+    tool = _tool(store, tenant, workflow_id="wf-1")
+    tool.recall("write the report")
+    tool.execute(_create("/memories/workflow/wf-1/decision/format", "Use bullet points."))
+    done = tool.remember(
+        Verdict(accepted=False, feedback="Every table needs a caption naming its source."),
+        task_input="write the report",
+    )
+    assert [m.kind for m in done.written] == [Kind.LESSON]
+    assert store.history(tenant, Scope.WORKFLOW, "wf-1", "format") == []
+    with pytest.raises(InvalidInput, match="already remembered"):
+        tool.remember(Verdict(accepted=True), task_input="again")
+    with pytest.raises(ToolError, match="run is over"):
+        tool.call(
+            {"command": "create", "path": "/memories/workflow/wf-1/fact/late", "file_text": "x"}
+        )
+
+
+def test_view_serves_recall_and_the_store(store: MemoryStore, tenant: str) -> None:
+    store.write(
+        MemoryCandidate(
+            tenant=tenant,
+            scope=Scope.USER,
+            scope_id="alice",
+            kind=Kind.PREFERENCE,
+            key="lang",
+            content="Answer in French.",
+        )
+    )
+    store.write(
+        MemoryCandidate(
+            tenant=tenant,
+            scope=Scope.USER,
+            scope_id="alice",
+            kind=Kind.FACT,
+            key="pet",
+            content="Alice has a cat named Miso.",
+        )
+    )
+    tool = _tool(store, tenant)
+    tool.recall("translate this letter")
+    listing = tool.execute(_view("/memories"))
+    assert f"{ALICE}/preference/lang" in listing
+    assert "Answer in French." in tool.execute(_view(f"{ALICE}/preference/lang"))
+    # a file recall left out is read from the store on demand
+    assert "Miso" in tool.execute(_view(f"{ALICE}/fact/pet", [1, -1]))
+    with pytest.raises(ToolError, match="does not exist"):
+        tool.execute(_view(f"{ALICE}/lesson/pet"))  # same key, other kind: not this file
+
+
+def test_an_accepted_delete_forgets_and_a_rename_moves(store: MemoryStore, tenant: str) -> None:
+    store.write(
+        MemoryCandidate(
+            tenant=tenant,
+            scope=Scope.USER,
+            scope_id="alice",
+            kind=Kind.FACT,
+            key="old",
+            content="Alice lives in Lyon.",
+        )
+    )
+    store.write(
+        MemoryCandidate(
+            tenant=tenant,
+            scope=Scope.USER,
+            scope_id="alice",
+            kind=Kind.FACT,
+            key="gone",
+            content="Alice plays chess.",
+        )
+    )
+    tool = _tool(store, tenant)
+    tool.execute(
+        BetaMemoryTool20250818RenameCommand(
+            command="rename", old_path=f"{ALICE}/fact/old", new_path=f"{ALICE}/fact/city"
+        )
+    )
+    tool.execute(BetaMemoryTool20250818DeleteCommand(command="delete", path=f"{ALICE}/fact/gone"))
+    assert len(store.history(tenant, Scope.USER, "alice", "gone")) == 1  # not yet
+    done = tool.remember(Verdict(accepted=True), task_input="x")
+    assert done.forgotten == 2 and [m.key for m in done.written] == ["city"]
+    assert store.history(tenant, Scope.USER, "alice", "gone") == []
+    assert store.history(tenant, Scope.USER, "alice", "old") == []
+
+
+def test_refusals_come_back_as_the_tools_error_text(store: MemoryStore, tenant: str) -> None:
+    tool = _tool(store, tenant)
+    cases = [
+        ({"command": "view", "path": "/etc/passwd"}, "must start with /memories"),
+        ({"command": "create", "path": "/memories/../x", "file_text": "x"}, "escape"),
+        (
+            {"command": "create", "path": "/memories/user/bob/fact/a", "file_text": "x"},
+            "another user",
+        ),
+        ({"command": "create", "path": f"{ALICE}/fact/a", "file_text": "x" * 5000}, "limit"),
+        (
+            {
+                "command": "create",
+                "path": f"{ALICE}/fact/key",
+                "file_text": "token sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB",
+            },
+            "Refused",
+        ),
+        ({"command": "create", "path": f"{ALICE}/fact/a"}, "file_text"),
+        ({"command": "view"}, "path"),
+        (
+            {
+                "command": "insert",
+                "path": f"{ALICE}/fact/a",
+                "insert_line": "x",
+                "insert_text": "y",
+            },
+            "does not exist",
+        ),
+    ]
+    for raw, why in cases:
+        with pytest.raises(ToolError, match=why):
+            tool.call(raw)
+    assert tool.run.files.staged() == []
+
+
+def test_tenants_and_users_never_see_each_other(
+    store: MemoryStore, tenant: str, other_tenant: str
+) -> None:
+    store.write(
+        MemoryCandidate(
+            tenant=tenant,
+            scope=Scope.USER,
+            scope_id="alice",
+            kind=Kind.PREFERENCE,
+            key="lang",
+            content="Answer in French.",
+        )
+    )
+    theirs = _tool(store, other_tenant)
+    theirs.recall("answer")
+    assert "lang" not in theirs.execute(_view("/memories"))
+    with pytest.raises(ToolError, match="does not exist"):
+        theirs.execute(_view(f"{ALICE}/preference/lang"))
+    bob = HarnessMemoryTool(store, tenant=tenant, user_id="bob")
+    with pytest.raises(ToolError, match="another user"):
+        bob.execute(_view(f"{ALICE}/preference/lang"))
+
+
+# --- end to end through the SDK's tool runner (scripted HTTP, no network) --------------------------
+
+
+def _message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+    return {
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+
+
+def _client(replies: list[dict[str, Any]], requests: list[dict[str, Any]]) -> Anthropic:
+    script = iter(replies)
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        requests.append(json.loads(request.content))
+        return httpx2.Response(200, json=next(script))
+
+    return Anthropic(
+        api_key="test",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handle)),
+        max_retries=0,
+    )
+
+
+def test_the_tool_runner_turns_refusals_into_error_results_and_runs_on(
+    store: MemoryStore, tenant: str
+) -> None:
+    tool = _tool(store, tenant)
+    recalled = tool.recall("hello")
+    requests: list[dict[str, Any]] = []
+    replies = [
+        _message(
+            [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "memory",
+                    "input": {"command": "view", "path": "/etc/passwd"},
+                }
+            ],
+            "tool_use",
+        ),
+        _message(
+            [
+                {
+                    "type": "tool_use",
+                    "id": "t2",
+                    "name": "memory",
+                    "input": {
+                        "command": "create",
+                        "path": f"{ALICE}/fact/x",
+                        "file_text": "Alice likes tea.",
+                    },
+                }
+            ],
+            "tool_use",
+        ),
+        _message([{"type": "text", "text": "done"}], "end_turn"),
+    ]
+    final = (
+        _client(replies, requests)
+        .beta.messages.tool_runner(
+            model="claude-test",
+            max_tokens=64,
+            system=recalled.text or "-",
+            messages=[{"role": "user", "content": "hello"}],
+            tools=[tool],
+        )
+        .until_done()
+    )
+    assert final.content[0].type == "text"
+    refused = requests[1]["messages"][-1]["content"][0]
+    assert refused["is_error"] is True and "must start with /memories" in json.dumps(
+        refused["content"]
+    )
+    created = requests[2]["messages"][-1]["content"][0]
+    assert not created.get("is_error") and "created" in json.dumps(created["content"])
+    assert store.history(tenant, Scope.USER, "alice", "x") == []  # staged, not written
+    assert requests[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+
+
+# --- async ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def async_store(db_url: str, clock: Any) -> Iterator[AsyncMemoryStore]:
+    s = asyncio.run(
+        AsyncMemoryStore.connect(
+            db_url,
+            embedder=HashEmbedder(),
+            clock=clock,
+            migrate=False,
+            check_model=False,
+            settings=Settings.from_env(),
+        )
+    )
+    yield s
+    asyncio.run(s.close())
+
+
+def test_the_async_handler_stages_until_the_verdict(
+    async_store: AsyncMemoryStore, tenant: str
+) -> None:
+    async def scenario() -> tuple[list[Any], list[Any], str]:
+        tool = AsyncHarnessMemoryTool(
+            async_store, tenant=tenant, user_id="alice", workflow_id="wf-a"
+        )
+        await tool.recall("reply to the customer")
+        await tool.call(
+            {
+                "command": "create",
+                "path": "/memories/workflow/wf-a/fact/sla",
+                "file_text": "Replies within 4 hours.",
+            }
+        )
+        with pytest.raises(ToolError, match="another workflow"):
+            await tool.call({"command": "view", "path": "/memories/workflow/wf-b"})
+        during = await async_store.history(tenant, Scope.WORKFLOW, "wf-a", "sla")
+        await tool.remember(Verdict(accepted=True), task_input="reply to the customer")
+        after = await async_store.history(tenant, Scope.WORKFLOW, "wf-a", "sla")
+        fresh = AsyncHarnessMemoryTool(
+            async_store, tenant=tenant, user_id="alice", workflow_id="wf-a"
+        )
+        recalled = await fresh.recall("reply to the customer")
+        return during, after, recalled.text
+
+    during, after, text = asyncio.run(scenario())
+    assert during == [] and [m.content for m in after] == ["Replies within 4 hours."]
+    assert "Replies within 4 hours." in text
+
+
+# --- the example and the import guard ------------------------------------------------------------
+
+
+def test_importing_without_the_extra_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['anthropic'] = None\n"
+        "try:\n    import harness.integrations.anthropic_memory\nexcept ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'harness-memory[anthropic]'" in out.stdout
+
+
+# --- stateful: the staged tree behaves like a dict of files over the stored ones ------------------
+
+_PATHS = [f"{ALICE}/fact/a", f"{ALICE}/fact/b", "/memories/platform/constraint/c"]
+_TEXT = st.text(alphabet="ab\n", max_size=8)
+_MAX = 12
+
+
+def _stored(key: str, content: str) -> Memory:
+    return Memory(
+        id=uuid.uuid4(),
+        tenant="acme",
+        scope=Scope.USER,
+        scope_id="alice",
+        kind=Kind.FACT,
+        key=key,
+        content=content,
+        context=None,
+        priority=0,
+        status=Status.ACTIVE,
+        source=Source(),
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        expires_at=None,
+        supersedes=None,
+        superseded_by=None,
+        fingerprint="f",
+    )
+
+
+class StagedTree(RuleBasedStateMachine):
+    """MemoryFiles against a plain dict: every command either matches the dict or is refused
+    with the tool's error text and changes nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files = MemoryFiles(RunIdentity("acme", "alice"), RecallSet(), max_file_chars=_MAX)
+        self.files.load([_stored("a", "ab\nab")])
+        self.base = {f"{ALICE}/fact/a": "ab\nab"}
+        self.model = dict(self.base)
+
+    def _attempt(self, action: Any, ok: bool, change: Any) -> None:
+        if ok:
+            action()
+            change()
+        else:
+            with pytest.raises(FileError):
+                action()
+
+    @rule(path=st.sampled_from(_PATHS), text=_TEXT)
+    def create(self, path: str, text: str) -> None:
+        ok = path not in self.model and len(text) <= _MAX
+        self._attempt(
+            lambda: self.files.create(path, text), ok, lambda: self.model.__setitem__(path, text)
+        )
+
+    @rule(
+        path=st.sampled_from(_PATHS),
+        old=st.text(alphabet="ab\n", min_size=1, max_size=3),
+        new=_TEXT,
+    )
+    def str_replace(self, path: str, old: str, new: str) -> None:
+        current = self.model.get(path)
+        after = None if current is None else current.replace(old, new)
+        ok = current is not None and current.count(old) == 1 and len(after or "") <= _MAX
+        self._attempt(
+            lambda: self.files.str_replace(path, old, new),
+            ok,
+            lambda: self.model.__setitem__(path, after),
+        )
+
+    @rule(path=st.sampled_from(_PATHS))
+    def delete(self, path: str) -> None:
+        self._attempt(
+            lambda: self.files.delete(path), path in self.model, lambda: self.model.pop(path)
+        )
+
+    @rule(old=st.sampled_from(_PATHS), new=st.sampled_from(_PATHS))
+    def rename(self, old: str, new: str) -> None:
+        ok = old in self.model and new not in self.model
+
+        def move() -> None:
+            self.model[new] = self.model.pop(old)
+
+        self._attempt(lambda: self.files.rename(old, new), ok, move)
+
+    @invariant()
+    def views_match_the_dict(self) -> None:
+        for path in _PATHS:
+            if path in self.model:
+                shown = self.files.view(path).split("\n")[1:]
+                assert "\n".join(line.split("\t", 1)[1] for line in shown) == self.model[path]
+            else:
+                with pytest.raises(FileError, match="does not exist"):
+                    self.files.view(path)
+
+    @invariant()
+    def staged_is_the_net_difference(self) -> None:
+        expected = {p: c for p, c in self.model.items() if self.base.get(p) != c}
+        expected |= {p: None for p in self.base if p not in self.model}
+        assert {c.location.path: c.content for c in self.files.staged()} == expected
+
+
+TestStagedTree = StagedTree.TestCase
+TestStagedTree.settings = settings(max_examples=60, stateful_step_count=20, deadline=None)
