@@ -12,6 +12,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import InvalidInput
+from harness.memory.caller import Caller
 from harness.memory.types import Kind, MemoryCandidate, Origin, Scope, Source
 from harness.settings import Settings
 
@@ -22,13 +23,27 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ExtractionContext:
-    """Who the run was for: scope ids come from here, never from the model's output."""
+    """Who the run was for (scope ids come from here, never from the model's output) and
+    which run it was."""
 
-    tenant: str
-    user_id: str
-    workflow_id: str | None
-    session_id: str | None
+    caller: Caller
     run_id: str
+
+    @property
+    def tenant(self) -> str:
+        return self.caller.tenant
+
+    @property
+    def user_id(self) -> str:
+        return self.caller.user_id
+
+    @property
+    def workflow_id(self) -> str | None:
+        return self.caller.workflow_id
+
+    @property
+    def session_id(self) -> str | None:
+        return self.caller.session_id
 
 
 class Extractor(Protocol):
