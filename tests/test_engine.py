@@ -537,3 +537,35 @@ def test_identity_keywords_and_one_caller_type() -> None:
     with pytest.raises(InvalidInput) as err:
         Caller("acme", "alice ", None)
     assert err.value.fields == ("user_id",)
+
+
+def test_cancelled_arun_records_a_failed_run_and_writes_nothing(
+    store: MemoryStore, tenant: str
+) -> None:
+    async def main() -> None:
+        astore = await AsyncMemoryStore.connect(
+            store.url, embedder=None, clock=store.clock, migrate=False, check_model=False
+        )
+        called = asyncio.Event()
+
+        async def stuck_model(messages: list[dict[str, Any]]) -> str:
+            called.set()
+            await asyncio.Event().wait()  # never answers
+            return "unreachable"
+
+        async def judge(i: str, o: str) -> Verdict:
+            return Verdict(accepted=False, feedback=FEEDBACK)
+
+        try:
+            engine = Engine(model=stuck_model, judge=judge, store=astore)
+            task = asyncio.create_task(engine.arun(run_input(tenant)))
+            await called.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            await astore.close()
+
+    asyncio.run(main())
+    assert [r["status"] for r in store.runs.list(tenant)] == ["failed"]
+    assert rows(store, tenant) == 0
