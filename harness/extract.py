@@ -22,28 +22,30 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ExtractionContext:
-    """Who the run was for (scope ids come from here, never from the model's output) and
-    which run it was."""
+class ExtractionContext(Caller):
+    """The caller a run was for (scope ids come from here, never from the model's output),
+    and the run's id: a :class:`Caller` plus ``run_id``.
 
-    caller: Caller
-    run_id: str
+    ``ExtractionContext.for_caller(caller, run_id)``, or the fields in order (tenant, user_id,
+    workflow_id, session_id, run_id). Raises ``InvalidInput`` naming a bad field.
+    """
+
+    run_id: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.run_id, str) or not self.run_id:
+            raise InvalidInput("run_id: must be a non-empty string", fields=("run_id",))
+
+    @classmethod
+    def for_caller(cls, caller: Caller, run_id: str) -> ExtractionContext:
+        """The context of run ``run_id`` made for ``caller``."""
+        return cls(caller.tenant, caller.user_id, caller.workflow_id, caller.session_id, run_id)
 
     @property
-    def tenant(self) -> str:
-        return self.caller.tenant
-
-    @property
-    def user_id(self) -> str:
-        return self.caller.user_id
-
-    @property
-    def workflow_id(self) -> str | None:
-        return self.caller.workflow_id
-
-    @property
-    def session_id(self) -> str | None:
-        return self.caller.session_id
+    def caller(self) -> Caller:
+        """The identity alone."""
+        return Caller(self.tenant, self.user_id, self.workflow_id, self.session_id)
 
 
 class Extractor(Protocol):

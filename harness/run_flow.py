@@ -200,7 +200,7 @@ def _write_after_verdict(
 ) -> Generator[Effect, Any, None]:
     cands = candidates_from_verdicts(run, outcome)
     if extract and outcome.accepted and outcome.output is not None:
-        ctx = ExtractionContext(run.caller, outcome.run_id)
+        ctx = ExtractionContext.for_caller(run.caller, outcome.run_id)
         try:
             cands += yield Extract(run.input, outcome.output, ctx)
         except Exception as exc:  # a broken extractor must not break the run

@@ -354,7 +354,7 @@ def llm_url() -> Iterator[str]:
     server.server_close()
 
 
-CTX = ExtractionContext(Caller("acme", "alice", "wf-1", "s-1"), "run-1")
+CTX = ExtractionContext("acme", "alice", "wf-1", "s-1", "run-1")
 
 
 def test_openai_extractor_parses_and_scopes_from_context(llm_url: str) -> None:
@@ -522,13 +522,11 @@ def test_identity_keywords_and_one_caller_type() -> None:
     assert RecallRequest(tenant="acme", user_id="alice", workflow_id="wf-1", session_id="s-1") == (
         RecallRequest.model_validate({"caller": caller})
     )
-    ctx = ExtractionContext(caller, "run-1")
-    assert (ctx.tenant, ctx.user_id, ctx.workflow_id, ctx.session_id) == (
-        "acme",
-        "alice",
-        "wf-1",
-        "s-1",
-    )
+    ctx = ExtractionContext.for_caller(caller, "run-1")
+    assert ctx == CTX and isinstance(ctx, Caller) and ctx.caller == caller
+    with pytest.raises(InvalidInput) as no_run:
+        ExtractionContext("acme", "alice")
+    assert no_run.value.fields == ("run_id",)
     assert Identity is Caller and Identity("acme", "alice").session_id is None
     with pytest.raises(InvalidInput, match="not both"):
         RecallRequest.model_validate({"caller": caller, "tenant": "other"})

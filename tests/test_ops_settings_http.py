@@ -27,7 +27,7 @@ from harness.errors import InvalidInput
 from harness.extract import ExtractionContext, OpenAIExtractor
 from harness.mcp_server import Identity, TokenFile, TokenFileVerifier
 from harness.mcp_server.http import HttpOptions, parse_http_address, uvicorn_config
-from harness.memory import Caller, MemoryCandidate, MemoryStore
+from harness.memory import MemoryCandidate, MemoryStore
 from harness.settings import Settings
 
 # --- settings ------------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def test_openai_extractor_is_configured_by_harness_llm_variables(
     monkeypatch.setenv("HARNESS_LLM_API_KEY", "sk-abc")
     monkeypatch.setenv("HARNESS_LLM_TIMEOUT_S", "3")
     extractor = OpenAIExtractor.from_settings()
-    ctx = ExtractionContext(Caller("t", "u", "w", "s"), run_id="r")
+    ctx = ExtractionContext(tenant="t", user_id="u", workflow_id="w", session_id="s", run_id="r")
     assert extractor.extract("hi", "there", ctx) == []
     assert seen[0]["path"] == "/v1/chat/completions"
     assert seen[0]["model"] == "tiny-model" and seen[0]["auth"] == "Bearer sk-abc"
