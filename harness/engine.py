@@ -1,110 +1,97 @@
-"""The run lifecycle: recall before the first model call, writes only after the final verdict."""
+"""The run lifecycle: recall before the first model call, writes only after the final verdict.
+
+:meth:`Engine.run` (blocking) and :meth:`Engine.arun` (asyncio) drive one flow
+(:mod:`harness.run_flow`); only how each effect is performed differs.
+"""
 
 from __future__ import annotations
 
-import json
-import logging
+import asyncio
+import inspect
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from pydantic import Field
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from harness.clock import Clock
-from harness.errors import HarnessError, InvalidInput, MemoryRejected
-from harness.extract import ExtractionContext, Extractor
-from harness.fingerprint import fingerprint
-from harness.lessons import is_concrete_feedback, lesson_candidate
-from harness.memory.recall import RecallResult
+from harness.errors import InvalidInput
+from harness.extract import Extractor
+from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.store import MemoryStore
-from harness.memory.types import FrozenModel, Memory, MemoryCandidate, RecallRequest
-from harness.recallset import RecallSet, RecallSetTools
+from harness.recallset import RecallSet
+from harness.run_flow import (
+    CallJudge,
+    CallModel,
+    Effect,
+    Extract,
+    FinishRun,
+    Flow,
+    Recall,
+    StartRun,
+    Write,
+    run_flow,
+)
+from harness.run_types import (
+    AsyncJudge,
+    AsyncModelClient,
+    EngineConfig,
+    Judge,
+    Message,
+    ModelClient,
+    RunInput,
+    RunOutcome,
+    Verdict,
+)
 
-__all__ = ["Engine", "EngineConfig", "Judge", "ModelClient", "RunInput", "RunOutcome", "Verdict"]
+__all__ = [
+    "AsyncJudge",
+    "AsyncModelClient",
+    "Engine",
+    "EngineConfig",
+    "Judge",
+    "ModelClient",
+    "RunInput",
+    "RunOutcome",
+    "Verdict",
+]
 
-log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-Message = dict[str, Any]
-
-
-class ModelClient(Protocol):
-    """The agent's model: messages in, text (an answer) or a dict (a RecallSet tool call) out."""
-
-    def __call__(self, messages: list[Message]) -> str | dict[str, Any]: ...
-
-
-class Verdict(FrozenModel):
-    """A judge's decision on one attempt."""
-
-    accepted: bool
-    feedback: str | None = None
-    id: str = Field(default_factory=lambda: f"v-{uuid.uuid4().hex[:12]}")
-
-
-class Judge(Protocol):
-    """Decides whether an output is acceptable for an input."""
-
-    def __call__(self, input: str, output: str) -> Verdict: ...
-
-
-class RunInput(FrozenModel):
-    """One run's identity (from the caller's verified context) and its input."""
-
-    tenant: str = Field(min_length=1, max_length=200)
-    user_id: str = Field(min_length=1, max_length=200)
-    workflow_id: str | None = Field(default=None, min_length=1, max_length=200)
-    session_id: str | None = Field(default=None, min_length=1, max_length=200)
-    input: str = Field(min_length=1, max_length=100_000)
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Recall limits for the first call, and guards against runaway tool use."""
-
-    budget_chars: int = 2000
-    max_items: int = 20
-    max_item_chars: int = 500
-    max_tool_calls_per_attempt: int = 16
-    recallset_max_items: int = 50
+AnyModel = ModelClient | AsyncModelClient | Callable[[list[Message]], Any]
+AnyJudge = Judge | AsyncJudge | Callable[[str, str], Any]
 
 
-@dataclass
-class RunOutcome:
-    """What a run produced. ``rejected_candidates`` and ``write_errors`` are never silent."""
-
-    run_id: str
-    output: str | None
-    attempts: int
-    verdicts: list[Verdict]
-    memories_written: list[Memory] = field(default_factory=list)
-    recall: RecallResult | None = None
-    rejected_candidates: list[tuple[MemoryCandidate, str]] = field(default_factory=list)
-    write_errors: list[str] = field(default_factory=list)
-
-    @property
-    def accepted(self) -> bool:
-        """True when the final verdict accepted the output."""
-        return bool(self.verdicts) and self.verdicts[-1].accepted
+def _not_awaitable(value: T | Awaitable[T], what: str) -> T:
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: close it instead of leaking a warning
+        raise InvalidInput(f"{what}: is asynchronous; use Engine.arun", fields=(what,))
+    return value
 
 
 class Engine:
     """Runs an agent with memory: one recall before the first model call, one RecallSet per
-    run, and memory writes only once the final verdict is known."""
+    run, and memory writes only once the final verdict is known.
+
+    ``run`` needs a :class:`MemoryStore` and a blocking model and judge; ``arun`` takes either
+    store (a blocking one is used from a worker thread) and a model and judge that are
+    coroutine functions or plain callables.
+    """
 
     def __init__(
         self,
-        model: ModelClient | Callable[[list[Message]], str | dict[str, Any]],
-        judge: Judge | Callable[[str, str], Verdict],
-        store: MemoryStore,
+        model: AnyModel,
+        judge: AnyJudge,
+        store: MemoryStore | AsyncMemoryStore,
         extractor: Extractor | None = None,
         max_attempts: int = 3,
         config: EngineConfig | None = None,
         clock: Clock | None = None,
         recallset_factory: Callable[[int], RecallSet] = RecallSet,
     ):
-        if max_attempts < 1:
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise InvalidInput("max_attempts: must be at least 1", fields=("max_attempts",))
+        if config is not None and not isinstance(config, EngineConfig):
+            raise InvalidInput("config: must be an EngineConfig", fields=("config",))
         self.model = model
         self.judge = judge
         self.store = store
@@ -114,143 +101,156 @@ class Engine:
         self.clock = clock or store.clock
         self.recallset_factory = recallset_factory
 
+    def _flow(self, run: RunInput) -> Flow:
+        return run_flow(
+            run,
+            f"run-{uuid.uuid4().hex[:16]}",
+            config=self.config,
+            max_attempts=self.max_attempts,
+            clock=self.clock,
+            recallset_factory=self.recallset_factory,
+            extract=self.extractor is not None,
+        )
+
+    # --- blocking ------------------------------------------------------------------------------
+
     def run(self, run: RunInput) -> RunOutcome:
         """Execute one run. Side effects: a run record, and memories written after the verdict.
 
         Memory-store failures never fail the run: recall degrades to an empty context and
         write failures are logged and reported in ``RunOutcome.write_errors``.
+
+        Raises:
+            InvalidInput: the store, model or judge is asynchronous (use :meth:`arun`).
         """
-        run_id = f"run-{uuid.uuid4().hex[:16]}"
-        self._record(
-            lambda: self.store.runs.start(
-                run_id=run_id,
-                tenant=run.tenant,
-                user_id=run.user_id,
-                workflow_id=run.workflow_id,
-                session_id=run.session_id,
-                at=self.clock.now(),
+        if not isinstance(self.store, MemoryStore):
+            raise InvalidInput("store: is asynchronous; use Engine.arun", fields=("store",))
+        flow = self._flow(run)
+        step: Effect | _Done = next(flow)
+        while not isinstance(step, _Done):
+            try:
+                result = self._perform(self.store, step)
+            except BaseException as exc:  # the flow decides what degrades and what propagates
+                step = _throw(flow, exc)
+            else:
+                step = _send(flow, result)
+        return step.outcome
+
+    def _perform(self, store: MemoryStore, effect: Effect) -> Any:
+        if isinstance(effect, CallModel):
+            return _not_awaitable(self.model(effect.messages), "model")
+        if isinstance(effect, CallJudge):
+            return _not_awaitable(self.judge(effect.input, effect.output), "judge")
+        if isinstance(effect, Extract):
+            assert self.extractor is not None
+            return self.extractor.extract(effect.input, effect.output, effect.context)
+        return _store_call(store, effect)()
+
+    # --- asyncio -------------------------------------------------------------------------------
+
+    async def arun(self, run: RunInput) -> RunOutcome:
+        """:meth:`run` for asyncio: the same flow, rules and degradation, with the model and
+        judge awaited when they are coroutine functions, the store's calls awaited (an
+        :class:`AsyncMemoryStore`) or run in a worker thread (a :class:`MemoryStore`), and the
+        extractor (blocking HTTP) in a worker thread. Side effects as :meth:`run`."""
+        flow = self._flow(run)
+        step: Effect | _Done = next(flow)
+        while not isinstance(step, _Done):
+            try:
+                result = await self._aperform(step)
+            except BaseException as exc:  # the flow decides what degrades and what propagates
+                step = _throw(flow, exc)
+            else:
+                step = _send(flow, result)
+        return step.outcome
+
+    async def _aperform(self, effect: Effect) -> Any:
+        if isinstance(effect, CallModel):
+            return await _maybe_await(self.model(effect.messages))
+        if isinstance(effect, CallJudge):
+            return await _maybe_await(self.judge(effect.input, effect.output))
+        if isinstance(effect, Extract):
+            assert self.extractor is not None
+            return await asyncio.to_thread(
+                self.extractor.extract, effect.input, effect.output, effect.context
             )
+        if isinstance(self.store, AsyncMemoryStore):
+            return await _astore_call(self.store, effect)
+        return await asyncio.to_thread(_store_call(self.store, effect))
+
+
+class _Done:
+    def __init__(self, outcome: RunOutcome):
+        self.outcome = outcome
+
+
+def _send(flow: Flow, value: Any) -> Effect | _Done:
+    try:
+        return flow.send(value)
+    except StopIteration as done:
+        return _Done(done.value)
+
+
+def _throw(flow: Flow, exc: BaseException) -> Effect | _Done:
+    try:
+        return flow.throw(exc)
+    except StopIteration as done:
+        return _Done(done.value)
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _store_call(store: MemoryStore, effect: Effect) -> Callable[[], Any]:
+    """The blocking store call performing ``effect``."""
+    if isinstance(effect, Recall):
+        return lambda: store.recall(effect.request)
+    if isinstance(effect, Write):
+        return lambda: store.write(effect.candidate)
+    if isinstance(effect, StartRun):
+        run = effect.run
+        return lambda: store.runs.start(
+            run_id=effect.run_id,
+            tenant=run.tenant,
+            user_id=run.user_id,
+            workflow_id=run.workflow_id,
+            session_id=run.session_id,
+            at=effect.at,
         )
-        recallset = self.recallset_factory(self.config.recallset_max_items)
-        outcome = RunOutcome(run_id=run_id, output=None, attempts=0, verdicts=[])
-        status = "failed"
-        try:
-            outcome.recall = self._recall(run)
-            self._attempts(run, outcome, RecallSetTools(recallset))
-            status = "accepted" if outcome.accepted else "rejected"
-            self._write_after_verdict(run, outcome)
-            return outcome
-        finally:
-            recallset.clear()
-            self._record(
-                lambda: self.store.runs.finish(
-                    run_id=run_id,
-                    tenant=run.tenant,
-                    status=status,
-                    attempts=outcome.attempts,
-                    at=self.clock.now(),
-                )
-            )
+    if isinstance(effect, FinishRun):
+        return lambda: store.runs.finish(
+            run_id=effect.run_id,
+            tenant=effect.tenant,
+            status=effect.status,
+            attempts=effect.attempts,
+            at=effect.at,
+        )
+    raise AssertionError(f"not a store effect: {effect!r}")
 
-    def _record(self, action: Callable[[], None]) -> None:
-        try:
-            action()
-        except HarnessError as exc:
-            log.warning("run record not written (the run goes on): %s", exc)
 
-    def _recall(self, run: RunInput) -> RecallResult:
-        cfg = self.config
-        try:
-            return self.store.recall(
-                RecallRequest(
-                    tenant=run.tenant,
-                    user_id=run.user_id,
-                    workflow_id=run.workflow_id,
-                    session_id=run.session_id,
-                    query=run.input,
-                    budget_chars=cfg.budget_chars,
-                    max_items=cfg.max_items,
-                    max_item_chars=cfg.max_item_chars,
-                )
-            )
-        except Exception as exc:  # recall must never break the host run
-            log.warning("recall failed; the run continues without memory: %s", exc)
-            return RecallResult.empty(degraded=True, reason=str(exc))
-
-    def _attempts(self, run: RunInput, outcome: RunOutcome, tools: RecallSetTools) -> None:
-        assert outcome.recall is not None
-        messages: list[Message] = [
-            {"role": "system", "content": outcome.recall.text},
-            {"role": "user", "content": run.input},
-        ]
-        for _ in range(self.max_attempts):
-            outcome.attempts += 1
-            output = self._answer(messages, tools)
-            outcome.output = output
-            verdict = self.judge(run.input, output)
-            outcome.verdicts.append(verdict)
-            if verdict.accepted:
-                return
-            messages.append({"role": "assistant", "content": output})
-            feedback = verdict.feedback or "The answer was not accepted."
-            messages.append(
-                {
-                    "role": "user",
-                    "content": f"A reviewer rejected that answer: {feedback} Please revise it.",
-                }
-            )
-
-    def _answer(self, messages: list[Message], tools: RecallSetTools) -> str:
-        for _ in range(self.config.max_tool_calls_per_attempt):
-            reply = self.model(list(messages))
-            if isinstance(reply, str):
-                return reply
-            result = tools.dispatch(reply)
-            messages.append({"role": "assistant", "content": "", "tool_call": reply})
-            messages.append({"role": "tool", "name": str(reply.get("name")), "content": result})
-        messages.append({"role": "user", "content": "Tool budget exhausted; answer now."})
-        reply = self.model(list(messages))
-        return reply if isinstance(reply, str) else json.dumps(reply)
-
-    def _candidates(self, run: RunInput, outcome: RunOutcome) -> list[MemoryCandidate]:
-        cands: list[MemoryCandidate] = []
-        seen: set[str] = set()
-        for verdict in outcome.verdicts:
-            if verdict.accepted or not is_concrete_feedback(verdict.feedback):
-                continue
-            assert verdict.feedback is not None
-            fp = fingerprint(verdict.feedback)
-            if fp in seen:
-                continue
-            seen.add(fp)
-            cands.append(
-                lesson_candidate(
-                    tenant=run.tenant,
-                    user_id=run.user_id,
-                    workflow_id=run.workflow_id,
-                    feedback=verdict.feedback,
-                    task_input=run.input,
-                    run_id=outcome.run_id,
-                    verdict_id=verdict.id,
-                )
-            )
-        if outcome.accepted and self.extractor is not None and outcome.output is not None:
-            ctx = ExtractionContext(
-                run.tenant, run.user_id, run.workflow_id, run.session_id, outcome.run_id
-            )
-            try:
-                cands += self.extractor.extract(run.input, outcome.output, ctx)
-            except Exception as exc:  # a broken extractor must not break the run
-                log.warning("extractor failed; no candidates from this run: %s", exc)
-        return cands
-
-    def _write_after_verdict(self, run: RunInput, outcome: RunOutcome) -> None:
-        for cand in self._candidates(run, outcome):
-            try:
-                outcome.memories_written.append(self.store.write(cand))
-            except MemoryRejected as exc:
-                log.warning("candidate refused by the guard: %s", exc)
-                outcome.rejected_candidates.append((cand, exc.reason))
-            except HarnessError as exc:
-                log.error("memory write failed after the verdict (not stored): %s", exc)
-                outcome.write_errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+def _astore_call(store: AsyncMemoryStore, effect: Effect) -> Awaitable[Any]:
+    """The asyncio store call performing ``effect``."""
+    if isinstance(effect, Recall):
+        return store.recall(effect.request)
+    if isinstance(effect, Write):
+        return store.write(effect.candidate)
+    if isinstance(effect, StartRun):
+        run = effect.run
+        return store.runs.start(
+            run_id=effect.run_id,
+            tenant=run.tenant,
+            user_id=run.user_id,
+            workflow_id=run.workflow_id,
+            session_id=run.session_id,
+            at=effect.at,
+        )
+    if isinstance(effect, FinishRun):
+        return store.runs.finish(
+            run_id=effect.run_id,
+            tenant=effect.tenant,
+            status=effect.status,
+            attempts=effect.attempts,
+            at=effect.at,
+        )
+    raise AssertionError(f"not a store effect: {effect!r}")

@@ -12,6 +12,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import InvalidInput
+from harness.memory.caller import Caller
 from harness.memory.types import Kind, MemoryCandidate, Origin, Scope, Source
 from harness.settings import Settings
 
@@ -21,14 +22,30 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ExtractionContext:
-    """Who the run was for: scope ids come from here, never from the model's output."""
+class ExtractionContext(Caller):
+    """The caller a run was for (scope ids come from here, never from the model's output),
+    and the run's id: a :class:`Caller` plus ``run_id``.
 
-    tenant: str
-    user_id: str
-    workflow_id: str | None
-    session_id: str | None
-    run_id: str
+    ``ExtractionContext.for_caller(caller, run_id)``, or the fields in order (tenant, user_id,
+    workflow_id, session_id, run_id). Raises ``InvalidInput`` naming a bad field.
+    """
+
+    run_id: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.run_id, str) or not self.run_id:
+            raise InvalidInput("run_id: must be a non-empty string", fields=("run_id",))
+
+    @classmethod
+    def for_caller(cls, caller: Caller, run_id: str) -> ExtractionContext:
+        """The context of run ``run_id`` made for ``caller``."""
+        return cls(caller.tenant, caller.user_id, caller.workflow_id, caller.session_id, run_id)
+
+    @property
+    def caller(self) -> Caller:
+        """The identity alone."""
+        return Caller(self.tenant, self.user_id, self.workflow_id, self.session_id)
 
 
 class Extractor(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from product_adapter.adapter import ProductAdapter
+from product_adapter.adapter import Backoff, ProductAdapter
 from product_adapter.spool import CleanupSpool
 
-__all__ = ["CleanupSpool", "ProductAdapter"]
+__all__ = ["Backoff", "CleanupSpool", "ProductAdapter"]

@@ -1,38 +1,79 @@
-"""Product lifecycle hooks: best-effort cleanup with a durable retry queue, and approvals."""
+"""Product lifecycle hooks: best-effort cleanup with a durable retry queue, and approvals.
+
+The memory deletions are the store's public operations (``delete_workflow``,
+``delete_scope``); the adapter owns only its cleanup queue (``cleanup_tasks``, see
+:mod:`product_adapter.sql`) and the spool used while the database is unreachable.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import uuid
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy.engine import Connection
 
+from harness.clock import Clock
 from harness.errors import HarnessError, InvalidInput
 from harness.identifiers import check_identifier
-from harness.memory import sql as memory_sql
 from harness.memory.store import MemoryStore
 from harness.memory.types import Memory, Scope
 from product_adapter import sql
 from product_adapter.spool import CleanupSpool
 
-__all__ = ["ProductAdapter"]
+__all__ = ["Backoff", "ProductAdapter"]
 
 log = logging.getLogger(__name__)
 
 Target = Literal["workflow", "session"]
 
 
+@dataclass(frozen=True)
+class Backoff:
+    """How long a failed cleanup waits before its next try: ``first`` after the first
+    failure, doubling per failure, never more than ``cap``. Pure."""
+
+    first: timedelta = timedelta(seconds=30)
+    cap: timedelta = timedelta(hours=1)
+
+    def __post_init__(self) -> None:
+        if self.first <= timedelta(0) or self.cap < self.first:
+            raise InvalidInput("backoff: need 0 < first <= cap", fields=("backoff",))
+
+    def after(self, failures: int) -> timedelta:
+        """The wait after the ``failures``-th consecutive failure (1 = the first)."""
+        doublings = min(max(failures - 1, 0), 32)  # 2**32 * first is past any cap
+        return min(self.first * (1 << doublings), self.cap)
+
+
+class _Claim(Enum):
+    NONE = "none"
+    DONE = "done"
+    FAILED = "failed"
+
+
 class ProductAdapter:
     """Maps product events to memory cleanup. Hooks never raise because of the memory store:
     a failed cleanup is queued durably (database table, or a spool file while the database is
-    unreachable) and finished by :meth:`reconcile`."""
+    unreachable) and finished by :meth:`reconcile`; a cleanup that keeps failing backs off
+    (``backoff``, timed by ``clock``) while the others go ahead."""
 
-    def __init__(self, store: MemoryStore, spool_path: Path | str | None = None):
+    def __init__(
+        self,
+        store: MemoryStore,
+        spool_path: Path | str | None = None,
+        *,
+        clock: Clock | None = None,
+        backoff: Backoff | None = None,
+    ):
         self.store = store
+        self.clock = clock or store.clock
+        self.backoff = backoff or Backoff()
         self.spool = CleanupSpool(
             Path(spool_path) if spool_path else store.settings.home / "cleanup-spool.jsonl"
         )
@@ -59,11 +100,10 @@ class ProductAdapter:
             "tenant": tenant,
             "target": target,
             "target_id": target_id,
-            "created_at": self.store.clock.now().isoformat(),
+            "created_at": self.clock.now().isoformat(),
         }
         try:
-            with self.store.transaction(f"{target} cleanup", tenant=tenant) as conn:
-                _cleanup(conn, tenant, target, target_id)
+            self._cleanup(tenant, target, target_id)
             return True
         except Exception as exc:  # best-effort: the product's own operation must go on
             log.warning(
@@ -75,6 +115,15 @@ class ProductAdapter:
             )
         self._queue(task)
         return False
+
+    def _cleanup(self, tenant: str, target: str, target_id: str) -> None:
+        """One cleanup, in one store transaction (idempotent)."""
+        if target == "workflow":
+            self.store.delete_workflow(tenant, target_id)
+        elif target == "session":
+            self.store.delete_scope(tenant, Scope.SESSION, target_id)
+        else:
+            raise InvalidInput(f"unknown cleanup target {target!r}", fields=("target",))
 
     def _queue(self, task: dict[str, Any]) -> None:
         try:
@@ -101,30 +150,54 @@ class ProductAdapter:
         return self.spool.drain(sink)
 
     def reconcile(self, limit: int | None = None) -> int:
-        """Finish queued cleanups; safe from several processes at once (``SKIP LOCKED``).
+        """Finish the queued cleanups that are due; safe from several processes at once
+        (``SKIP LOCKED``).
 
-        Returns how many cleanups this call finished. Raises ``StoreUnavailable`` when the
-        database is still unreachable (nothing is lost: the queue stays).
+        A cleanup that fails is recorded (attempts, last error) and deferred by the backoff;
+        the others go ahead, and it is tried again by a later call once due. Returns how many
+        cleanups this call finished (at most ``limit``). Raises ``StoreUnavailable`` when the
+        database is unreachable (nothing is lost: the queue stays).
         """
         self.drain_spool()
         finished = 0
         while limit is None or finished < limit:
-            if not self._finish_one():
+            claim = self._finish_one()
+            if claim is _Claim.NONE:
                 break
-            finished += 1
+            finished += claim is _Claim.DONE
         return finished
 
-    def _finish_one(self) -> bool:
+    def _finish_one(self) -> _Claim:
+        now = self.clock.now()
         with self.store.maintenance("reconcile") as conn:
-            task = conn.execute(sql.claim_next()).mappings().first()
+            task = conn.execute(sql.claim_next(now)).mappings().first()
             if task is None:
-                return False
-            _cleanup(conn, task["tenant"], task["target"], task["target_id"])
-            conn.execute(sql.mark_done(task["tenant"], task["id"], self.store.clock.now()))
-        return True
+                return _Claim.NONE
+            # The claim's row lock keeps other reconcilers off this task while the store runs
+            # the cleanup in its own transaction (idempotent: a crash before mark_done only
+            # repeats it).
+            try:
+                self._cleanup(task["tenant"], task["target"], task["target_id"])
+            except Exception as exc:  # one failing cleanup must not hold up the others
+                retry_at = now + self.backoff.after(task["attempts"] + 1)
+                log.warning(
+                    "cleanup %s of %s %s/%s failed (attempt %d), retry at %s: %s",
+                    task["id"],
+                    task["target"],
+                    task["tenant"],
+                    task["target_id"],
+                    task["attempts"] + 1,
+                    retry_at.isoformat(),
+                    exc,
+                )
+                conn.execute(sql.mark_failed(task["tenant"], task["id"], str(exc), retry_at))
+                return _Claim.FAILED
+            conn.execute(sql.mark_done(task["tenant"], task["id"], self.clock.now()))
+        return _Claim.DONE
 
     def pending_cleanups(self, tenant: str | None = None) -> int:
-        """Cleanups not yet finished: queued in the database plus still in the spool."""
+        """Cleanups not yet finished (backing-off ones included): queued in the database plus
+        still in the spool."""
         spooled = sum(1 for e in self.spool.entries() if tenant is None or e["tenant"] == tenant)
         try:
             with self._count_transaction(tenant) as conn:
@@ -172,13 +245,3 @@ class ProductAdapter:
 
 def _row(task: dict[str, Any]) -> dict[str, Any]:
     return {**task, "created_at": datetime.fromisoformat(task["created_at"])}
-
-
-def _cleanup(conn: Connection, tenant: str, target: str, target_id: str) -> None:
-    if target == "workflow":
-        conn.execute(memory_sql.delete_scope(tenant, Scope.WORKFLOW, target_id))
-        conn.execute(memory_sql.delete_runs_of_workflow(tenant, target_id))
-    elif target == "session":
-        conn.execute(memory_sql.delete_scope(tenant, Scope.SESSION, target_id))
-    else:
-        raise InvalidInput(f"unknown cleanup target {target!r}", fields=("target",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, Select, Update, func, select, update
+from sqlalchemy import Insert, Select, Update, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from harness.memory.schema import cleanup_tasks
@@ -20,9 +20,12 @@ def enqueue(row: dict[str, Any]) -> Insert:
     return pg_insert(cleanup_tasks).values(**row).on_conflict_do_nothing(index_elements=["id"])
 
 
-def claim_next(tenant: str | None = None) -> Select[Any]:
-    """The oldest open task no other process holds; locked until the transaction ends."""
-    stmt = select(cleanup_tasks).where(c.done_at.is_(None))
+def claim_next(now: datetime, tenant: str | None = None) -> Select[Any]:
+    """The oldest open task due at ``now`` (not backing off) that no other process holds;
+    locked until the transaction ends."""
+    stmt = select(cleanup_tasks).where(
+        c.done_at.is_(None), or_(c.next_attempt_at.is_(None), c.next_attempt_at <= now)
+    )
     if tenant is not None:
         stmt = stmt.where(c.tenant == tenant)
     return stmt.order_by(c.created_at, c.id).limit(1).with_for_update(skip_locked=True)
@@ -36,11 +39,12 @@ def mark_done(tenant: str, task_id: str, at: datetime) -> Update:
     )
 
 
-def mark_failed(tenant: str, task_id: str, error: str) -> Update:
+def mark_failed(tenant: str, task_id: str, error: str, retry_at: datetime) -> Update:
+    """Count a failed attempt, keep its error, and defer the task until ``retry_at``."""
     return (
         update(cleanup_tasks)
         .where(c.tenant == tenant, c.id == task_id)
-        .values(attempts=c.attempts + 1, last_error=error[:2000])
+        .values(attempts=c.attempts + 1, last_error=error[:2000], next_attempt_at=retry_at)
     )
 
 

@@ -6,14 +6,19 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given
+from hypothesis import strategies as st
 
-from harness.errors import ConflictingState, MemoryNotFound, StoreUnavailable
+from harness.clock import FixedClock
+from harness.errors import ConflictingState, InvalidInput, MemoryNotFound, StoreUnavailable
 from harness.memory import MemoryCandidate, MemoryStore, Status
-from product_adapter import ProductAdapter
+from product_adapter import Backoff, ProductAdapter
 
 from .conftest import HashEmbedder, make_store, unreachable_store
 
@@ -167,7 +172,7 @@ def test_concurrent_reconcile_completes_each_cleanup_once(
     code = textwrap.dedent(f"""
         import warnings; warnings.simplefilter("ignore")
         from harness.memory import MemoryStore
-        from product_adapter import ProductAdapter
+        from product_adapter import Backoff, ProductAdapter
         s = MemoryStore.connect({store.url!r}, embedder=None, migrate=False)
         print(ProductAdapter(s, {str(tmp_path / "other-spool")!r}).reconcile())
     """)
@@ -203,3 +208,80 @@ def test_admin_approval_through_adapter(store: MemoryStore, tenant: str, tmp_pat
     with pytest.raises(MemoryNotFound):
         adapter.approve("00000000-0000-0000-0000-000000000000", "carol", tenant=tenant)
     assert [a["actor"] for a in adapter.audit(tenant)] == ["carol"]
+
+
+def test_a_failing_head_cleanup_backs_off_and_the_others_proceed(
+    private_store: MemoryStore, tenant: str, tmp_path: Path, clock: FixedClock
+) -> None:
+    store = private_store  # reconcile finishes every tenant's cleanups: a database of its own
+    spool = tmp_path / "spool.jsonl"
+    store.write(mem(tenant, "session", "s-stuck", "held by another transaction"))
+    store.write_many([mem(tenant, "session", f"s-{i}", f"fact {i}") for i in range(3)])
+    down = unreachable_store()
+    try:  # queued while the store is down, the stuck one first: it is the queue's head
+        queued = ProductAdapter(down, spool, clock=clock)
+        for session in ("s-stuck", "s-0", "s-1", "s-2"):
+            assert queued.session_ended(tenant, session) is False
+            clock.at += timedelta(seconds=1)
+    finally:
+        down.close()
+    backoff = Backoff(first=timedelta(minutes=1), cap=timedelta(minutes=10))
+    adapter = ProductAdapter(store, spool, clock=clock, backoff=backoff)
+    short = make_store(store.url, HashEmbedder(), clock, lock_timeout_ms=200)
+    stuck = ProductAdapter(short, spool, clock=clock, backoff=backoff)
+    try:
+        with store.maintenance("test") as holder:  # a row lock the head's delete cannot get
+            holder.execute(
+                sa.text(
+                    "SELECT id FROM memories WHERE tenant=:t AND scope_id='s-stuck' FOR UPDATE"
+                ),
+                {"t": tenant},
+            )
+            for round_ in (1, 2):
+                assert stuck.reconcile() == (3 if round_ == 1 else 0)  # the others go ahead
+                assert [count(store, tenant, "session", f"s-{i}") for i in range(3)] == [0, 0, 0]
+                assert adapter.pending_cleanups(tenant) == 1  # the failure is still queued
+                clock.at += backoff.after(round_)  # due again only after its backoff
+                assert stuck.reconcile() == 0  # ...and fails again while the lock is held
+            holder.rollback()
+        row = _task(store, tenant, "s-stuck")
+        assert row.attempts == 3 and "lock" in row.last_error and row.done_at is None
+        assert row.next_attempt_at == clock.at + backoff.after(3)
+        assert adapter.reconcile() == 0  # not due yet: nothing is retried early
+        clock.at = row.next_attempt_at
+        assert adapter.reconcile() == 1  # retried after its backoff, and done
+    finally:
+        short.close()
+    assert count(store, tenant, "session", "s-stuck") == 0
+    assert adapter.pending_cleanups(tenant) == 0
+    assert _task(store, tenant, "s-stuck").attempts == 4  # nothing lost, every try counted
+
+
+def _task(store: MemoryStore, tenant: str, target_id: str) -> Any:
+    with store.maintenance("test") as conn:
+        return conn.execute(
+            sa.text("SELECT * FROM cleanup_tasks WHERE tenant=:t AND target_id=:i"),
+            {"t": tenant, "i": target_id},
+        ).one()
+
+
+@given(
+    first_s=st.integers(min_value=1, max_value=3600),
+    extra_s=st.integers(min_value=0, max_value=86_400),
+    failures=st.integers(min_value=1, max_value=200),
+)
+def test_backoff_doubles_from_first_and_never_passes_the_cap(
+    first_s: int, extra_s: int, failures: int
+) -> None:
+    backoff = Backoff(first=timedelta(seconds=first_s), cap=timedelta(seconds=first_s + extra_s))
+    wait = backoff.after(failures)
+    assert backoff.first <= wait <= backoff.cap
+    assert backoff.after(1) == backoff.first
+    assert backoff.after(failures + 1) == min(2 * wait, backoff.cap)
+
+
+def test_backoff_refuses_a_zero_or_inverted_window() -> None:
+    with pytest.raises(InvalidInput, match="backoff"):
+        Backoff(first=timedelta(0))
+    with pytest.raises(InvalidInput, match="backoff"):
+        Backoff(first=timedelta(minutes=5), cap=timedelta(minutes=1))

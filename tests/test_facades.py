@@ -21,7 +21,15 @@ from harness.errors import (
     MemoryRejected,
     StoreUnavailable,
 )
-from harness.memory import MemoryCandidate, RecallRequest, Status
+from harness.memory import (
+    Answer,
+    IdempotencyOutcome,
+    Idempotent,
+    MemoryCandidate,
+    RecallRequest,
+    Status,
+    WorkflowDeleted,
+)
 from tests.conftest import T0, HashEmbedder
 from tests.facades import KINDS, Facade, TickingClock, open_facade, unreachable_facade
 
@@ -160,6 +168,41 @@ def test_forget_delete_scope_and_purge(facade: Facade, tenant: str) -> None:
         facade.purge_expired("yesterday")
 
 
+def test_delete_workflow_removes_its_memories_and_runs_in_one_call(
+    facade: Facade, tenant: str
+) -> None:
+    facade.write_many(
+        [cand(tenant, scope="workflow", scope_id="wf-1", content=f"step {i}") for i in range(2)]
+    )
+    pending = facade.write(
+        cand(
+            tenant,
+            scope="workflow",
+            scope_id="wf-1",
+            content="proposed",
+            source={"origin": "completion"},
+        )
+    )
+    keep = facade.write(cand(tenant, scope="workflow", scope_id="wf-2", content="other"))
+    for run_id, workflow in (("r1", "wf-1"), ("r2", "wf-1"), ("r3", "wf-2")):
+        facade.runs.start(
+            run_id=f"{tenant}-{facade.kind}-{run_id}",
+            tenant=tenant,
+            user_id="alice",
+            workflow_id=workflow,
+            session_id=None,
+            at=T0,
+        )
+    assert facade.delete_workflow(tenant, "wf-1") == WorkflowDeleted(memories=3, runs=2)
+    assert facade.get(pending.id, tenant=tenant) is None
+    assert facade.get(keep.id, tenant=tenant) is not None
+    assert [r["id"] for r in facade.runs.list(tenant)] == [f"{tenant}-{facade.kind}-r3"]
+    assert facade.delete_workflow(tenant, "wf-1") == WorkflowDeleted(memories=0, runs=0)
+    assert facade.delete_workflow(f"{tenant}-other", "wf-2") == WorkflowDeleted(memories=0, runs=0)
+    with pytest.raises(InvalidInput, match="workflow_id"):
+        facade.delete_workflow(tenant, " wf-2")
+
+
 def test_runs_idempotency_and_status(facade: Facade, tenant: str) -> None:
     facade.runs.start(
         run_id=f"run-{uuid.uuid4().hex[:8]}",
@@ -174,24 +217,24 @@ def test_runs_idempotency_and_status(facade: Facade, tenant: str) -> None:
     calls: list[int] = []
 
     def attempt(write_many: Any) -> Any:
-        async def async_attempt(write_many: Any) -> tuple[int, dict[str, Any], bool]:
+        async def async_attempt(write_many: Any) -> Answer:
             written = await write_many([cand(tenant, content="Idempotent fact")])
             calls.append(len(written))
-            return 201, {"ids": [str(m.id) for m in written]}, False
+            return Answer(7, {"ids": [str(m.id) for m in written]})
 
-        def sync_attempt(write_many: Any) -> tuple[int, dict[str, Any], bool]:
+        def sync_attempt(write_many: Any) -> Answer:
             written = write_many([cand(tenant, content="Idempotent fact")])
             calls.append(len(written))
-            return 201, {"ids": [str(m.id) for m in written]}, False
+            return Answer(7, {"ids": [str(m.id) for m in written]})
 
         return async_attempt if facade.kind == "async" else sync_attempt
 
     first = facade.idempotent(tenant, "key-1", "sha-a", attempt(None))
     again = facade.idempotent(tenant, "key-1", "sha-a", attempt(None))
     other = facade.idempotent(tenant, "key-1", "sha-b", attempt(None))
-    assert first[0] == 201 and not first[2]
-    assert again == (201, first[1], True)
-    assert other[0] == 409
+    assert first.outcome is IdempotencyOutcome.NEW and first.answer.code == 7
+    assert again == Idempotent(IdempotencyOutcome.REPLAY, first.answer) and again.replayed
+    assert other == Idempotent(IdempotencyOutcome.CONFLICT, None)
     assert calls == [1]
     status = facade.status()
     assert status.counts[tenant]["active"] == 1

@@ -12,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from harness.memory.migrate import alembic_config, downgrade, upgrade_to_head
+from harness.memory.migrate import alembic_config, downgrade, head_revision, upgrade_to_head
 from harness.memory.schema import metadata
 
 TABLES = {"memories", "memory_approvals", "runs", "cleanup_tasks", "store_meta", "ingest_requests"}
@@ -96,4 +96,4 @@ def test_two_processes_connecting_at_once_both_succeed(fresh_db_url: str) -> Non
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
-        assert out.strip() == "0004"
+        assert out.strip() == head_revision()

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app as cli_app
 from harness.errors import InvalidInput, StoreMisconfigured, StoreUnavailable
+from harness.memory import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.db import diagnose, normalize_url
 from harness.memory.migrate import head_revision
 from harness.memory.store import MemoryStore
@@ -213,11 +214,11 @@ def test_owner_migrates_with_app_role_then_app_runs_without_ddl(server: TcpServe
     try:
         tenant = "t1"
         # the idempotency table came with the last migrations: granted like every other one
-        status, payload, replayed = store.idempotent(
+        result = store.idempotent(
             tenant,
             "key-1",
             "sha",
-            lambda write: (
+            lambda write: Answer(
                 201,
                 {
                     "n": len(
@@ -234,11 +235,10 @@ def test_owner_migrates_with_app_role_then_app_runs_without_ddl(server: TcpServe
                         )
                     )
                 },
-                False,
             ),
         )
-        assert (status, payload, replayed) == (201, {"n": 1}, False)
-        assert store.idempotent(tenant, "key-1", "sha", lambda w: (500, {}, False))[2]
+        assert result == Idempotent(IdempotencyOutcome.NEW, Answer(201, {"n": 1}))
+        assert store.idempotent(tenant, "key-1", "sha", lambda w: Answer(500)).replayed
     finally:
         store.close()
     engine = sa.create_engine(server.admin_url.replace("/postgres", f"/{db}"))
@@ -331,7 +331,7 @@ def test_failed_keyed_ingest_surfaces_the_real_error_and_holds_no_lock(
     }
 
     def attempt(write):  # type: ignore[no-untyped-def]
-        return 201, {"n": len(write([candidate]))}, False
+        return Answer(201, {"n": len(write([candidate]))})
 
     store = _connect(server.url(APP, APP_PW, db), migrate="never", lock_timeout_ms=500)
     try:

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from harness.errors import StoreMisconfigured, StoreUnavailable
 from harness.memory import AsyncMemoryStore, MemoryCandidate, MemoryStore, RecallRequest
+from harness.memory.idempotency import Answer
 from harness.memory.migrate import upgrade_to_head
 from harness.settings import Settings
 from tests.conftest import T0, UNREACHABLE_URL, HashEmbedder
@@ -292,13 +293,13 @@ def test_idempotent_and_maintenance_writes_count_for_read_your_writes(
             result = write_many([cand(tenant, "Answers in French")])
             if inspect.isawaitable(result):
 
-                async def finish() -> tuple[int, dict[str, Any], bool]:
+                async def finish() -> Answer:
                     written.extend(m.id for m in await result)
-                    return 201, {}, False
+                    return Answer(201, {})
 
                 return finish()
             written.extend(m.id for m in result)
-            return 201, {}, False
+            return Answer(201, {})
 
         facade.idempotent(tenant, "key-1", "0" * 64, attempt)
         assert facade.get(written[0], tenant=tenant) is not None

@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy as sa
 
 from harness.errors import StoreError
-from harness.memory import MemoryCandidate, MemoryStore
+from harness.memory import Answer, MemoryCandidate, MemoryStore
 from harness.memory.sql import APP_ROLE, RLS_TABLES
 from product_adapter import ProductAdapter
 
@@ -46,7 +46,7 @@ def seed(store: MemoryStore, tenant: str) -> None:
             "created_at": T0.isoformat(),
         }
     )
-    store.idempotent(tenant, "req-1", "0" * 64, lambda write_many: (201, {"ok": True}, False))
+    store.idempotent(tenant, "req-1", "0" * 64, lambda write_many: Answer(201, {"ok": True}))
 
 
 @pytest.fixture

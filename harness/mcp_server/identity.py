@@ -7,29 +7,19 @@ import json
 import os
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from harness.identifiers import check_identifier, check_optional_identifier
+from harness.memory.caller import Caller
 
 __all__ = ["Identity", "TokenFile", "TokenFileVerifier", "hash_token"]
 
 
-@dataclass(frozen=True)
-class Identity:
-    """The verified caller. ``workflow_id`` optionally pins recall to one workflow."""
-
-    tenant: str
-    user_id: str
-    workflow_id: str | None = None
-
-    def __post_init__(self) -> None:
-        check_identifier(self.tenant, "tenant")
-        check_identifier(self.user_id, "user_id")
-        check_optional_identifier(self.workflow_id, "workflow_id")
+#: The verified caller (``workflow_id`` optionally pins recall to one workflow): the one
+#: :class:`~harness.memory.caller.Caller` type every entry point shares.
+Identity = Caller
 
 
 def hash_token(token: str) -> str:
@@ -58,9 +48,7 @@ class TokenFile:
 
     def expiries(self) -> dict[str, float]:
         """Hash -> expiry (Unix seconds) of the tokens minted with one."""
-        return {
-            e["sha256"]: float(e["expires_at"]) for e in self._entries() if e.get("expires_at")
-        }
+        return {e["sha256"]: float(e["expires_at"]) for e in self._entries() if e.get("expires_at")}
 
     def add(self, identity: Identity, *, expires_at: float | None = None) -> str:
         """Mint a token for ``identity``, store its hash, return the token (shown once).

@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from harness.errors import EmbeddingModelMismatch, InvalidInput, MemoryRejected, StoreError
 from harness.identifiers import identifier_problem
+from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.store import MemoryStore, WriteMany
 from harness.memory.types import Memory, MemoryCandidate
 
@@ -78,35 +79,33 @@ class IngestHandler:
 
     def _write(self, candidates: list[MemoryCandidate], key: str | None, digest: str) -> Response:
         if key is None:
-            return self._respond(*self._attempt(candidates, self.store.write_many))
+            answer = self._attempt(candidates, self.store.write_many)
+            return JSONResponse(answer.payload, status_code=answer.code)
         tenant = candidates[0].tenant
-        return self._respond(
-            *self.store.idempotent(
-                tenant, key, digest, lambda write_many: self._attempt(candidates, write_many)
-            ),
-            replay_header=True,
+        result = self.store.idempotent(
+            tenant, key, digest, lambda write_many: self._attempt(candidates, write_many)
         )
+        status, payload = _http(result)
+        headers = {"Idempotent-Replayed": "true" if result.replayed else "false"}
+        return JSONResponse(payload, status_code=status, headers=headers)
 
     @staticmethod
-    def _attempt(
-        candidates: list[MemoryCandidate], write_many: WriteMany
-    ) -> tuple[int, dict[str, Any], bool]:
+    def _attempt(candidates: list[MemoryCandidate], write_many: WriteMany) -> Answer:
+        """The HTTP answer to one write attempt; its code is the response status."""
         try:
             written = write_many(candidates)
         except MemoryRejected as exc:
-            return 422, {"error": exc.reason, "rule": exc.rule, "index": exc.index}, False
+            return Answer(422, {"error": exc.reason, "rule": exc.rule, "index": exc.index})
         except InvalidInput as exc:
-            return 400, {"error": str(exc), "fields": list(exc.fields)}, False
-        return 201, {"memories": [_summary(m) for m in written]}, False
+            return Answer(400, {"error": str(exc), "fields": list(exc.fields)})
+        return Answer(201, {"memories": [_summary(m) for m in written]})
 
-    @staticmethod
-    def _respond(
-        status: int, payload: dict[str, Any], replayed: bool, replay_header: bool = False
-    ) -> Response:
-        headers = (
-            {"Idempotent-Replayed": "true" if replayed else "false"} if replay_header else None
-        )
-        return JSONResponse(payload, status_code=status, headers=headers)
+
+def _http(result: Idempotent) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and body of an idempotent write's result."""
+    if result.outcome is IdempotencyOutcome.CONFLICT or result.answer is None:
+        return 409, {"error": "Idempotency-Key was used with a different body"}
+    return result.answer.code, result.answer.payload
 
 
 def _summary(m: Memory) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from harness.errors import (
     StoreUnavailable,
 )
 from harness.memory.async_store import AsyncMemoryStore
+from harness.memory.caller import Caller
+from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.recall import Omission, RecalledItem, RecallResult
 from harness.memory.store import MemoryStore, StoreStatus
 from harness.memory.types import (
@@ -29,13 +31,18 @@ from harness.memory.types import (
     Scope,
     Source,
     Status,
+    WorkflowDeleted,
 )
 
 __all__ = [
+    "Answer",
     "AsyncMemoryStore",
+    "Caller",
     "ConflictingState",
     "EmbeddingModelMismatch",
     "HarnessError",
+    "IdempotencyOutcome",
+    "Idempotent",
     "IncompleteRecall",
     "InvalidInput",
     "Kind",
@@ -55,4 +62,5 @@ __all__ = [
     "StoreError",
     "StoreStatus",
     "StoreUnavailable",
+    "WorkflowDeleted",
 ]

@@ -39,6 +39,7 @@ from harness.memory.connecting import AUTO, engine_options, pick_embedder, resol
 from harness.memory.db import translate_errors
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
+from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
 from harness.memory.ops import run_async
 from harness.memory.ranking import RankingConfig, Scored
@@ -63,7 +64,13 @@ from harness.memory.status import (
     probe_request,
     status_counts,
 )
-from harness.memory.types import Memory, MemoryCandidate, RecallRequest, Scope
+from harness.memory.types import (
+    Memory,
+    MemoryCandidate,
+    RecallRequest,
+    Scope,
+    WorkflowDeleted,
+)
 from harness.settings import Settings
 
 __all__ = ["AsyncMemoryStore", "AsyncWriteMany"]
@@ -364,6 +371,19 @@ class AsyncMemoryStore:
         async with self.transaction("delete scope", tenant=tenant) as conn:
             return await run_async(conn, memory_ops.delete_scope(tenant, scope, skey))
 
+    async def delete_workflow(self, tenant: str, workflow_id: str) -> WorkflowDeleted:
+        """Delete a workflow's memories (all statuses) and its run records in one transaction
+        (the product deleted the workflow). Idempotent: a second call deletes nothing.
+
+        Raises:
+            InvalidInput: bad tenant or workflow id. StoreUnavailable / StoreError: the
+                database failed (nothing deleted).
+        """
+        tenant = check_identifier(tenant, "tenant")
+        workflow_id = check_identifier(workflow_id, "workflow_id")
+        async with self.transaction("delete workflow", tenant=tenant) as conn:
+            return await run_async(conn, memory_ops.delete_workflow(tenant, workflow_id))
+
     async def purge_expired(self, now: datetime | None = None) -> int:
         """As :meth:`MemoryStore.purge_expired`. Returns the count."""
         check_now(now)
@@ -421,8 +441,8 @@ class AsyncMemoryStore:
         tenant: str,
         key: str,
         request_sha256: str,
-        attempt: Callable[[AsyncWriteMany], Awaitable[tuple[int, dict[str, Any], bool]]],
-    ) -> tuple[int, dict[str, Any], bool]:
+        attempt: Callable[[AsyncWriteMany], Awaitable[Answer]],
+    ) -> Idempotent:
         """As :meth:`MemoryStore.idempotent`, with an ``attempt`` coroutine function."""
         tenant = check_identifier(tenant, "tenant")
         key = check_identifier(key, "Idempotency-Key")
@@ -447,19 +467,19 @@ class AsyncMemoryStore:
                     )
                     return await run_async(conn, op)
 
-                status, payload, _ = await attempt(write_here)
-                if status >= 500:
+                answer = await attempt(write_here)
+                if not answer.record:
                     await conn.rollback()
-                    return status, payload, False
+                    return Idempotent(IdempotencyOutcome.NEW, answer)
                 await run_async(
                     conn,
                     memory_ops.idempotency_record(
-                        tenant, key, request_sha256, status, payload, self.clock.now()
+                        tenant, key, request_sha256, answer, self.clock.now()
                     ),
                 )
                 await conn.commit()
                 await self._reads.note_commit(conn, written_tenants)
-                return status, payload, False
+                return Idempotent(IdempotencyOutcome.NEW, answer)
 
     # --- read replicas -------------------------------------------------------------------------
 

@@ -17,14 +17,23 @@ from harness.fingerprint import fingerprint
 from harness.memory import sql, vectors
 from harness.memory.checks import lock_name
 from harness.memory.embedder import Embedder
+from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.ops import Op
 from harness.memory.rows import memory_from_row
-from harness.memory.types import AUTOMATIC_ORIGINS, Memory, MemoryCandidate, Scope, Status
+from harness.memory.types import (
+    AUTOMATIC_ORIGINS,
+    Memory,
+    MemoryCandidate,
+    Scope,
+    Status,
+    WorkflowDeleted,
+)
 
 __all__ = [
     "audit",
     "decide",
     "delete_scope",
+    "delete_workflow",
     "forget",
     "get",
     "history",
@@ -93,14 +102,9 @@ def _write_one(
             yield sql.supersede(cand.tenant, existing["id"], new_id)
             log.info("write %s supersedes identical pending memory %s", new_id, supersedes)
     elif not pending:
-        old = (
-            (yield sql.active_for_key(cand.tenant, cand.scope, cand.scope_key, cand.key))
-            .mappings()
-            .first()
+        supersedes = yield from _supersede_active(
+            cand.tenant, cand.scope, cand.scope_key, cand.key, new_id
         )
-        if old is not None:
-            supersedes = old["id"]
-            yield sql.supersede(cand.tenant, old["id"], new_id)
     row = {
         "id": new_id,
         "tenant": cand.tenant,
@@ -123,6 +127,19 @@ def _write_one(
         "context_embedding": context_vector,
     }
     return memory_from_row((yield sql.insert_memory(row)).mappings().one())
+
+
+def _supersede_active(
+    tenant: str, scope: Scope, scope_key: str, key: str, new_id: uuid.UUID
+) -> Op[uuid.UUID | None]:
+    """Mark the active item of one key superseded by ``new_id`` (the caller holds the key's
+    lock); returns the superseded id, None when the key had no active item."""
+    old = (yield sql.active_for_key(tenant, scope, scope_key, key)).mappings().first()
+    if old is None:
+        return None
+    yield sql.supersede(tenant, old["id"], new_id)
+    superseded: uuid.UUID = old["id"]
+    return superseded
 
 
 def get(tenant: str, memory_id: uuid.UUID) -> Op[Memory | None]:
@@ -179,14 +196,11 @@ def decide(
         if row["memory_key"] is not None:
             scope = Scope(row["scope"])
             yield sql.lock_key(tenant, scope, row["scope_id"], row["memory_key"])
-            old = (
-                (yield sql.active_for_key(tenant, scope, row["scope_id"], row["memory_key"]))
-                .mappings()
-                .first()
+            superseded = yield from _supersede_active(
+                tenant, scope, row["scope_id"], row["memory_key"], mid
             )
-            if old is not None:
-                yield sql.supersede(tenant, old["id"], mid)
-                values["supersedes"] = old["id"]
+            if superseded is not None:
+                values["supersedes"] = superseded
     else:
         values["status"] = Status.REJECTED.value
     yield sql.set_status(tenant, mid, values)
@@ -219,6 +233,14 @@ def delete_scope(tenant: str, scope: Scope, scope_key: str) -> Op[int]:
     return int((yield sql.delete_scope(tenant, scope, scope_key)).rowcount)
 
 
+def delete_workflow(tenant: str, workflow_id: str) -> Op[WorkflowDeleted]:
+    """Delete a workflow's memories (all statuses) and its run records, in the caller's one
+    transaction. Idempotent."""
+    memories = int((yield sql.delete_scope(tenant, Scope.WORKFLOW, workflow_id)).rowcount)
+    runs = int((yield sql.delete_runs_of_workflow(tenant, workflow_id)).rowcount)
+    return WorkflowDeleted(memories=memories, runs=runs)
+
+
 def purge_expired(at: datetime) -> Op[int]:
     """Delete memories whose ``expires_at <= at``, tenant by tenant (maintenance transaction)."""
     total = 0
@@ -236,12 +258,7 @@ def idempotency_lookup(tenant: str, key: str) -> Op[Any]:
 
 
 def idempotency_record(
-    tenant: str,
-    key: str,
-    request_sha256: str,
-    status: int,
-    payload: dict[str, Any],
-    now: datetime,
+    tenant: str, key: str, request_sha256: str, answer: Answer, now: datetime
 ) -> Op[None]:
     """Record what the first attempt of (tenant, key) answered."""
     yield sql.set_tenant(tenant)  # the batch may have named other tenants
@@ -250,15 +267,16 @@ def idempotency_record(
             "tenant": tenant,
             "idempotency_key": key,
             "request_sha256": request_sha256,
-            "status_code": status,
-            "response": payload,
+            "status_code": answer.code,
+            "response": answer.payload,
             "created_at": now,
         }
     )
 
 
-def replay(record: Any, request_sha256: str) -> tuple[int, dict[str, Any], bool]:
-    """What a repeated idempotent request answers: the first answer, or 409 for another body."""
+def replay(record: Any, request_sha256: str) -> Idempotent:
+    """What a repeated request finds: the first answer, or a conflict for another body."""
     if record["request_sha256"] != request_sha256:
-        return 409, {"error": "Idempotency-Key was used with a different body"}, False
-    return record["status_code"], dict(record["response"]), True
+        return Idempotent(IdempotencyOutcome.CONFLICT, None)
+    answer = Answer(code=int(record["status_code"]), payload=dict(record["response"]))
+    return Idempotent(IdempotencyOutcome.REPLAY, answer)

@@ -176,6 +176,8 @@ cleanup_tasks = Table(
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("last_error", Text),
     Column("done_at", DateTime(timezone=True)),
+    #: Not to be tried before this (a failed cleanup backs off); None: at once.
+    Column("next_attempt_at", DateTime(timezone=True)),
     CheckConstraint("target IN ('workflow','session')", name="target"),
     Index("ix_cleanup_tasks_tenant_open", "tenant", "done_at"),
 )

@@ -29,6 +29,7 @@ from harness.memory.connecting import AUTO, engine_options, pick_embedder, resol
 from harness.memory.db import normalize_url, redact_url, translate_errors
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
+from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
 from harness.memory.ops import run_sync
 from harness.memory.ranking import RankingConfig, Scored
@@ -47,7 +48,13 @@ from harness.memory.status import (
     probe_request,
     status_counts,
 )
-from harness.memory.types import Memory, MemoryCandidate, RecallRequest, Scope
+from harness.memory.types import (
+    Memory,
+    MemoryCandidate,
+    RecallRequest,
+    Scope,
+    WorkflowDeleted,
+)
 from harness.settings import Settings
 
 __all__ = ["AUTO", "MemoryStore", "StoreStatus", "WriteMany", "normalize_url", "redact_url"]
@@ -366,6 +373,19 @@ class MemoryStore:
         with self.transaction("delete scope", tenant=tenant) as conn:
             return run_sync(conn, memory_ops.delete_scope(tenant, scope, skey))
 
+    def delete_workflow(self, tenant: str, workflow_id: str) -> WorkflowDeleted:
+        """Delete a workflow's memories (all statuses) and its run records in one transaction
+        (the product deleted the workflow). Idempotent: a second call deletes nothing.
+
+        Raises:
+            InvalidInput: bad tenant or workflow id. StoreUnavailable / StoreError: the
+                database failed (nothing deleted).
+        """
+        tenant = check_identifier(tenant, "tenant")
+        workflow_id = check_identifier(workflow_id, "workflow_id")
+        with self.transaction("delete workflow", tenant=tenant) as conn:
+            return run_sync(conn, memory_ops.delete_workflow(tenant, workflow_id))
+
     def purge_expired(self, now: datetime | None = None) -> int:
         """Delete memories whose ``expires_at <= now``, tenant by tenant. Returns the count."""
         check_now(now)
@@ -422,16 +442,16 @@ class MemoryStore:
         tenant: str,
         key: str,
         request_sha256: str,
-        attempt: Callable[[WriteMany], tuple[int, dict[str, Any], bool]],
-    ) -> tuple[int, dict[str, Any], bool]:
-        """Run ``attempt`` once per (tenant, key); replays answer what the first one did.
+        attempt: Callable[[WriteMany], Answer],
+    ) -> Idempotent:
+        """Run ``attempt`` once per (tenant, key); a repeat with the same body gets the first
+        :class:`Answer` back (``REPLAY``), another body gets ``CONFLICT`` and nothing runs.
 
         ``attempt`` receives a ``write_many`` bound to this request's connection: the lock,
         the lookup, the write and the record happen in one transaction on one pooled
-        connection (a request never waits for a second connection while holding one).
-        Returns (status, payload, replayed). A key reused with another body answers 409.
-        Attempts answering a server error are rolled back and not recorded, so a retry runs
-        again.
+        connection (a request never waits for a second connection while holding one). An
+        answer with ``record=False`` is rolled back and not recorded, so a retry runs again.
+        What an answer's code means is the caller's business (see the ingest endpoint).
         """
         tenant = check_identifier(tenant, "tenant")
         key = check_identifier(key, "Idempotency-Key")
@@ -454,19 +474,19 @@ class MemoryStore:
                 )
                 return run_sync(conn, op)
 
-            status, payload, _ = attempt(write_here)
-            if status >= 500:
+            answer = attempt(write_here)
+            if not answer.record:
                 conn.rollback()
-                return status, payload, False
+                return Idempotent(IdempotencyOutcome.NEW, answer)
             run_sync(
                 conn,
                 memory_ops.idempotency_record(
-                    tenant, key, request_sha256, status, payload, self.clock.now()
+                    tenant, key, request_sha256, answer, self.clock.now()
                 ),
             )
             conn.commit()
             self._reads.note_commit(conn, written_tenants)
-            return status, payload, False
+            return Idempotent(IdempotencyOutcome.NEW, answer)
 
     # --- read replicas -------------------------------------------------------------------------
 

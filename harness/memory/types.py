@@ -16,10 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.errors import InvalidInput
 from harness.identifiers import identifier_problem, text_problem
+from harness.memory.caller import Caller
 
 __all__ = [
     "SCOPE_BREADTH",
     "Approval",
+    "Caller",
+    "CallerFields",
     "FrozenModel",
     "Kind",
     "Memory",
@@ -29,6 +32,7 @@ __all__ = [
     "Scope",
     "Source",
     "Status",
+    "WorkflowDeleted",
 ]
 
 
@@ -260,17 +264,65 @@ class Memory(FrozenModel):
     has_embedding: bool = False
 
 
-class RecallRequest(FrozenModel):
-    """What a run may read and how much context it can afford.
+class WorkflowDeleted(FrozenModel):
+    """What deleting a workflow removed: its memories (all statuses) and run records."""
 
-    Identity (tenant, user, workflow, session) comes from the caller's verified context,
-    never from the query text.
+    memories: int
+    runs: int
+
+
+_CALLER_FIELDS = ("tenant", "user_id", "workflow_id", "session_id")
+
+
+class CallerFields(FrozenModel):
+    """The identity fields of a :class:`Caller`, flat (the stable keywords), for values that
+    carry one: ``tenant``, ``user_id``, optional ``workflow_id`` and ``session_id``.
+
+    Build from a caller with ``for_caller(caller, ...)`` (or ``caller=`` in a mapping);
+    ``.caller`` gives it back.
     """
 
     tenant: str = Field(min_length=1, max_length=200)
     user_id: str = Field(min_length=1, max_length=200)
     workflow_id: str | None = Field(default=None, min_length=1, max_length=200)
     session_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_caller(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "caller" not in data:
+            return data
+        caller = data["caller"]
+        if not isinstance(caller, Caller):
+            raise ValueError("caller: must be a Caller")
+        if given := [f for f in _CALLER_FIELDS if f in data]:
+            raise ValueError(f"give caller or {', '.join(given)}, not both")
+        rest = {k: v for k, v in data.items() if k != "caller"}
+        return {f: getattr(caller, f) for f in _CALLER_FIELDS} | rest
+
+    @field_validator("tenant", "user_id", "workflow_id", "session_id")
+    @classmethod
+    def _identity(cls, value: str | None) -> str | None:
+        return _identifier(value)
+
+    @classmethod
+    def for_caller(cls, caller: Caller, **values: Any) -> Self:
+        """This value for ``caller`` (identity from the caller, the rest from ``values``)."""
+        return cls.model_validate({"caller": caller, **values})
+
+    @property
+    def caller(self) -> Caller:
+        """The identity this value carries."""
+        return Caller(self.tenant, self.user_id, self.workflow_id, self.session_id)
+
+
+class RecallRequest(CallerFields):
+    """What a run may read and how much context it can afford.
+
+    Identity (tenant, user, workflow, session) comes from the caller's verified context,
+    never from the query text.
+    """
+
     query: str = Field(default="", max_length=20_000)
     budget_chars: int = Field(default=2000, ge=0, le=1_000_000)
     max_items: int = Field(default=20, ge=0, le=10_000)
@@ -279,11 +331,6 @@ class RecallRequest(FrozenModel):
     strict: bool = False
     #: Probability a relevance-ranked item needs to be recalled (None: the judge's default).
     relevance_threshold: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-
-    @field_validator("tenant", "user_id", "workflow_id", "session_id")
-    @classmethod
-    def _identity(cls, value: str | None) -> str | None:
-        return _identifier(value)
 
     @field_validator("query")
     @classmethod
