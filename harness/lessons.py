@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
+from typing import Protocol
 
-from harness.fingerprint import normalize
+from harness.fingerprint import fingerprint, normalize
 from harness.memory.types import Kind, MemoryCandidate, Origin, Scope, Source
 
-__all__ = ["is_concrete_feedback", "lesson_candidate", "lesson_key"]
+__all__ = [
+    "JudgedAttempt",
+    "is_concrete_feedback",
+    "lesson_candidate",
+    "lesson_key",
+    "lessons_from_verdicts",
+]
 
 _GENERIC = {
     "error",
@@ -78,3 +86,49 @@ def lesson_candidate(
         priority=1,
         source=Source(origin=Origin.VERDICT, run_id=run_id, verdict_id=verdict_id),
     )
+
+
+class JudgedAttempt(Protocol):
+    """What a lesson needs of a judge's verdict (``harness.engine.Verdict`` has it)."""
+
+    @property
+    def accepted(self) -> bool: ...
+    @property
+    def feedback(self) -> str | None: ...
+    @property
+    def id(self) -> str: ...
+
+
+def lessons_from_verdicts(
+    verdicts: Iterable[JudgedAttempt],
+    *,
+    tenant: str,
+    user_id: str,
+    workflow_id: str | None,
+    task_input: str,
+    run_id: str,
+) -> list[MemoryCandidate]:
+    """One lesson per distinct concrete feedback of a rejecting verdict (SPEC section 6), in
+    verdict order; acceptances and generic complaints teach nothing."""
+    lessons: list[MemoryCandidate] = []
+    seen: set[str] = set()
+    for verdict in verdicts:
+        feedback = verdict.feedback
+        if verdict.accepted or feedback is None or not is_concrete_feedback(feedback):
+            continue
+        fp = fingerprint(feedback)
+        if fp in seen:
+            continue
+        seen.add(fp)
+        lessons.append(
+            lesson_candidate(
+                tenant=tenant,
+                user_id=user_id,
+                workflow_id=workflow_id,
+                feedback=feedback,
+                task_input=task_input,
+                run_id=run_id,
+                verdict_id=verdict.id,
+            )
+        )
+    return lessons

@@ -18,8 +18,7 @@ from typing import Any
 from harness.clock import Clock
 from harness.errors import HarnessError, MemoryRejected
 from harness.extract import ExtractionContext
-from harness.fingerprint import fingerprint
-from harness.lessons import is_concrete_feedback, lesson_candidate
+from harness.lessons import lessons_from_verdicts
 from harness.memory.recall import RecallResult
 from harness.memory.types import MemoryCandidate, RecallRequest
 from harness.recallset import RecallSet, RecallSetTools
@@ -119,28 +118,14 @@ def recall_request(run: RunInput, config: EngineConfig) -> RecallRequest:
 
 def candidates_from_verdicts(run: RunInput, outcome: RunOutcome) -> list[MemoryCandidate]:
     """One lesson per distinct concrete feedback of a rejecting verdict (SPEC section 6)."""
-    cands: list[MemoryCandidate] = []
-    seen: set[str] = set()
-    for verdict in outcome.verdicts:
-        if verdict.accepted or not is_concrete_feedback(verdict.feedback):
-            continue
-        assert verdict.feedback is not None
-        fp = fingerprint(verdict.feedback)
-        if fp in seen:
-            continue
-        seen.add(fp)
-        cands.append(
-            lesson_candidate(
-                tenant=run.tenant,
-                user_id=run.user_id,
-                workflow_id=run.workflow_id,
-                feedback=verdict.feedback,
-                task_input=run.input,
-                run_id=outcome.run_id,
-                verdict_id=verdict.id,
-            )
-        )
-    return cands
+    return lessons_from_verdicts(
+        outcome.verdicts,
+        tenant=run.tenant,
+        user_id=run.user_id,
+        workflow_id=run.workflow_id,
+        task_input=run.input,
+        run_id=outcome.run_id,
+    )
 
 
 def _record(effect: StartRun | FinishRun) -> Generator[Effect, Any, None]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from harness.engine import Verdict
 from harness.errors import HarnessError, MemoryRejected
-from harness.lessons import is_concrete_feedback, lesson_candidate
+from harness.lessons import lessons_from_verdicts
 from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.store import MemoryStore
 from harness.memory.types import Memory, MemoryCandidate
@@ -44,18 +44,15 @@ def lesson_for(
 ) -> MemoryCandidate | None:
     """The lesson a rejection with concrete feedback teaches; None for an acceptance or a
     generic complaint ("wrong", "retry"), which teaches nothing."""
-    if verdict.accepted or not is_concrete_feedback(verdict.feedback):
-        return None
-    assert verdict.feedback is not None
-    return lesson_candidate(
+    lessons = lessons_from_verdicts(
+        [verdict],
         tenant=tenant,
         user_id=user_id,
         workflow_id=workflow_id,
-        feedback=verdict.feedback,
         task_input=task_input,
         run_id=run_id,
-        verdict_id=verdict.id,
     )
+    return lessons[0] if lessons else None
 
 
 def write_candidates(store: MemoryStore, candidates: Sequence[MemoryCandidate]) -> Remembered:

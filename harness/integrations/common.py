@@ -21,8 +21,7 @@ from typing import Any
 from harness.engine import EngineConfig, RunOutcome, Verdict
 from harness.errors import ConflictingState, HarnessError, InvalidInput, MemoryRejected
 from harness.extract import ExtractionContext, Extractor
-from harness.fingerprint import fingerprint
-from harness.lessons import is_concrete_feedback, lesson_candidate
+from harness.lessons import lessons_from_verdicts
 from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.recall import RecallResult
 from harness.memory.store import MemoryStore
@@ -65,27 +64,14 @@ def candidates_after_verdict(
     """What a finished run teaches: a lesson per distinct concrete rejection feedback, and the
     extractor's candidates when the final verdict accepted the output. Pure but for the extractor.
     """
-    cands: list[MemoryCandidate] = []
-    seen: set[str] = set()
-    for verdict in outcome.verdicts:
-        if verdict.accepted or not is_concrete_feedback(verdict.feedback):
-            continue
-        assert verdict.feedback is not None
-        fp = fingerprint(verdict.feedback)
-        if fp in seen:
-            continue
-        seen.add(fp)
-        cands.append(
-            lesson_candidate(
-                tenant=tenant,
-                user_id=user_id,
-                workflow_id=workflow_id,
-                feedback=verdict.feedback,
-                task_input=task_input,
-                run_id=outcome.run_id,
-                verdict_id=verdict.id,
-            )
-        )
+    cands = lessons_from_verdicts(
+        outcome.verdicts,
+        tenant=tenant,
+        user_id=user_id,
+        workflow_id=workflow_id,
+        task_input=task_input,
+        run_id=outcome.run_id,
+    )
     if outcome.accepted and extractor is not None and outcome.output is not None:
         ctx = ExtractionContext(tenant, user_id, workflow_id, session_id, outcome.run_id)
         try:
