@@ -96,4 +96,4 @@ def test_two_processes_connecting_at_once_both_succeed(fresh_db_url: str) -> Non
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
-        assert out.strip() == "0004"
+        assert out.strip() == ScriptDirectory.from_config(alembic_config()).get_current_head()

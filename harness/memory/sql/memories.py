@@ -203,7 +203,7 @@ def counts_by_tenant_status() -> Select[Any]:
 
 
 def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -> Select[Any]:
-    stmt = select(m.id, m.content, m.context).order_by(m.id).limit(batch)
+    stmt = select(m.tenant, m.id, m.content, m.context).order_by(m.id).limit(batch)
     if not all_rows:
         stmt = stmt.where(m.embedding.is_(None))
     if after is not None:
@@ -214,7 +214,7 @@ def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -
 def set_embedding() -> Update:
     return (
         update(memories)
-        .where(m.id == bindparam("b_id"))
+        .where(m.tenant == bindparam("b_tenant"), m.id == bindparam("b_id"))
         .values(
             embedding=bindparam("b_embedding"),
             context_embedding=bindparam("b_context_embedding"),
