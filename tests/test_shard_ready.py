@@ -120,6 +120,7 @@ NOT_ROUTED = {
     "memories.lock_key": "advisory lock",
     "memories.lock_model": "advisory lock",
     "memories.lock_name": "advisory lock",
+    "memories.lock_names": "advisory locks",
     "memories.key_lock_name": "a lock name, not a statement",
     "memories.fingerprint_lock_name": "a lock name, not a statement",
     "recall.hnsw_settings": "session settings",
