@@ -56,9 +56,12 @@ def _user(case: str) -> str:
     return "user-7" if CASES[case][1] > 1 else USER
 
 
+#: The two 100k cases hold the same facts (embedded once), spread over users or held by one.
+SEEDS = {"1k": 1001, "spread": 100_050, "solo": 100_050}
+
+
 def _dataset(case: str, n_questions: int = 100) -> Any:
-    n, users = CASES[case]
-    return generate(n, n_questions, 10, seed=n + users)
+    return generate(CASES[case][0], n_questions, 10, seed=SEEDS[case])
 
 
 def _db_url(name: str) -> str:
@@ -92,7 +95,7 @@ def seed(cases: Sequence[str]) -> None:
     for case in cases:
         n, users = CASES[case]
         ds = _dataset(case)
-        emb.warm(ds.facts, f"scale-{case}")
+        emb.warm(ds.facts, f"scale-seed{SEEDS[case]}")
         name = f"scale_{case}"
         _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         _admin(f'CREATE DATABASE "{name}"')
@@ -266,6 +269,7 @@ def one_pass(
             },
             "quality": rank_metrics(results),
         }
+        out["explain"] = explain(store, case, ds.questions[0].text)
         if throughput_n:
             texts = [q.text for q in ds.questions]
             _clear_query_cache(store)
@@ -298,6 +302,52 @@ def one_pass(
         return out
     finally:
         store.close()
+
+
+def explain(store: Any, case: str, query: str) -> dict[str, Any]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the relevance statement as recall sends it (exact below
+    the ``auto`` threshold, HNSW above), its last of three runs: planning and execution."""
+    from harness.memory import sql as memory_sql
+
+    exact = CASES[case][0] // CASES[case][1] <= 3000
+    stmt = memory_sql.relevance_scores(
+        has_workflow=True,
+        has_session=False,
+        scopes=("session", "workflow", "user", "platform"),
+        with_vector=True,
+        exact=exact,
+        bounded_lexical=not exact,
+    )
+    values = {
+        **memory_sql.readable_params(TENANT, _user(case), WORKFLOW, None, store.clock.now()),
+        "q_text": query,
+        "stopwords": list(memory_sql.STOPWORDS),
+        "depth": 100,
+        "qv": store.embedder.embed([query])[0],
+    }
+
+    def prefix(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        if statement.lstrip().startswith("WITH"):
+            statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement
+        return statement, parameters
+
+    lines: list[str] = []
+    for _ in range(3):
+        with store.transaction("explain", tenant=TENANT) as conn:
+            if not exact:
+                conn.execute(memory_sql.hnsw_settings(400))
+            event.listen(conn, "before_cursor_execute", prefix, retval=True)
+            try:
+                lines = [row[0] for row in conn.execute(stmt, values).cursor.fetchall()]
+            finally:
+                event.remove(conn, "before_cursor_execute", prefix)
+    times = {
+        key: float(line.split(":")[1].split()[0])
+        for line in lines
+        for key in ("Planning Time", "Execution Time")
+        if line.strip().startswith(key)
+    }
+    return {"exact": exact, **times, "plan": [ln[:200] for ln in lines]}
 
 
 def _run_pass(root: Path | None, db: str, case: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -373,6 +423,8 @@ def _summary(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "p95_ms": lambda r: r["latency"]["p95_ms"],
         "p99_ms": lambda r: r["latency"]["p99_ms"],
         "cpu_ms_p50": lambda r: r["cpu_ms_p50"],
+        "explain_planning_ms": lambda r: r["explain"].get("Planning Time"),
+        "explain_execution_ms": lambda r: r["explain"].get("Execution Time"),
         "throughput_8_callers_per_s": lambda r: r.get("throughput_8_callers_per_s"),
         "write_many_per_s": lambda r: r.get("write_many_per_s"),
         "hit@8": lambda r: r["quality"]["hit@8"],

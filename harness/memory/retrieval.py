@@ -231,7 +231,7 @@ class Retriever:
             for (
                 id_, scope, kind, sim, content_sim, context_sim, vrank,
                 lex, coverage, idf_coverage, max_idf, lrank,
-            ) in (yield (stmt, bind)).tuples()
+            ) in (yield (stmt, bind))
         ]  # fmt: skip
 
     def fetch_op(
