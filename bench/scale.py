@@ -137,6 +137,65 @@ def seed(cases: Sequence[str]) -> None:
         print(f"seeded {name}: {n} memories", flush=True)
 
 
+def seed_bulk(case: str, baseline_root: Path) -> None:
+    """``scale_<case>`` loaded by multi-row inserts, migrated by the baseline's code, with
+    seeded random unit vectors instead of the model's and without the HNSW index: for timing
+    the exact path only (its cost does not depend on the vectors' values; ranking quality
+    there is meaningless). Embedding 100k texts did not fit a loaded 2-core machine."""
+    import numpy as np
+
+    from harness.fingerprint import fingerprint
+    from harness.memory.schema import memories
+
+    n, users = CASES[case]
+    ds = _dataset(case)
+    name = f"scale_{case}"
+    _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    _admin(f'CREATE DATABASE "{name}"')
+    _migrate(baseline_root, name)
+    rng = np.random.default_rng(18)
+    engine = sa.create_engine(_db_url(name))
+    now = time.time()
+    rows: list[dict[str, Any]] = []
+    ids: list[str] = []
+    items = [(s, sid if s != "user" else _user(case), k, c) for s, sid, k, c in ALWAYS]
+    items += [
+        ("user", f"user-{j % users}" if users > 1 else USER, "fact", ds.facts[j]) for j in range(n)
+    ]
+    import uuid
+    from datetime import UTC, datetime
+
+    for i, (scope, scope_id, kind, content) in enumerate(items):
+        vec = rng.standard_normal(384)
+        rid = uuid.uuid4()
+        if i >= len(ALWAYS):
+            ids.append(str(rid))
+        rows.append(
+            {
+                "id": rid,
+                "tenant": TENANT,
+                "scope": scope,
+                "scope_id": scope_id or "",
+                "kind": kind,
+                "content": content,
+                "status": "active",
+                "origin": "api",
+                "created_at": datetime.fromtimestamp(now - (len(items) - i) * 0.001, UTC),
+                "fingerprint": fingerprint(content),
+                "embedding": (vec / np.linalg.norm(vec)).astype(np.float32),
+            }
+        )
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP INDEX ix_memories_embedding_hnsw"))
+        for i in range(0, len(rows), 2000):
+            conn.execute(sa.insert(memories), rows[i : i + 2000])
+    (WORK / f"scale_{case}_ids.json").write_text(json.dumps(ids))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(sa.text("VACUUM ANALYZE memories"))
+    engine.dispose()
+    print(f"seeded {name} (bulk, random vectors): {n} memories", flush=True)
+
+
 class StageClock:
     """Per-recall stage timings from SQLAlchemy's cursor events and two wrappers."""
 
@@ -452,6 +511,10 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_seed = sub.add_parser("seed")
     p_seed.add_argument("--cases", default="1k,spread,solo")
+    p_seed.add_argument(
+        "--bulk", action="store_true", help="random vectors, no HNSW index (exact path only)"
+    )
+    p_seed.add_argument("--baseline-root", default=str(WORK / "baseline"))
     p_pass = sub.add_parser("pass")
     p_pass.add_argument("--db", required=True)
     p_pass.add_argument("--case", required=True)
@@ -465,7 +528,10 @@ def main(argv: list[str] | None = None) -> None:
     p_cmp.add_argument("--rounds", type=int, default=3)
     p_cmp.add_argument("--out", default=str(RESULTS / "scale.json"))
     args = parser.parse_args(argv)
-    if args.cmd == "seed":
+    if args.cmd == "seed" and args.bulk:
+        for case in args.cases.split(","):
+            seed_bulk(case, Path(args.baseline_root).resolve())
+    elif args.cmd == "seed":
         seed(args.cases.split(","))
     elif args.cmd == "pass":
         print(json.dumps(one_pass(args.db, args.case, args.questions, args.throughput, args.write)))
