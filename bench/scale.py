@@ -445,6 +445,15 @@ def _migrate(root: Path | None, db: str) -> None:
     subprocess.run([sys.executable, "-c", code, db], env=env, check=True, cwd=root or here)
 
 
+def _vacuum_full(db: str) -> None:
+    engine = sa.create_engine(_db_url(db), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("VACUUM FULL ANALYZE memories"))
+    finally:
+        engine.dispose()
+
+
 def compare(args: argparse.Namespace) -> dict[str, Any]:
     """Alternate baseline and new passes per case and round; medians and new/base ratios."""
     root = Path(args.baseline_root).resolve()
@@ -455,6 +464,9 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
             _admin(f'DROP DATABASE IF EXISTS "scale_{case}_{side}" WITH (FORCE)')
             _admin(f'CREATE DATABASE "scale_{case}_{side}" TEMPLATE "scale_{case}"')
         _migrate(None, f"scale_{case}_new")
+        for side in ("base", "new"):
+            # Both heaps rewritten alike: the new side's rows move into their pages (0006).
+            _vacuum_full(f"scale_{case}_{side}")
         runs: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
         for r in range(args.rounds):
             order = ("base", "new") if r % 2 == 0 else ("new", "base")

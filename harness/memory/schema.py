@@ -5,6 +5,9 @@ sharded by tenant needs the distribution column in every unique constraint: migr
 docs/scale-out.md) and of every composite index. Two indexes cannot lead with it by
 construction: the HNSW vector index (single-column access method) and the GIN full-text index
 (``btree_gin`` is not available in the embedded server); recall filters by tenant first anyway.
+
+``memories`` keeps its vectors in the row (``toast_tuple_target = 4080``, migration 0006): exact
+recall reads them for every row it ranks.
 """
 
 from __future__ import annotations
