@@ -17,17 +17,23 @@ c = cleanup_tasks.c
 
 def enqueue(row: dict[str, Any]) -> Insert:
     """Insert a task; a task id seen before is ignored (spool drains are idempotent)."""
-    return pg_insert(cleanup_tasks).values(**row).on_conflict_do_nothing(index_elements=["id"])
+    return (
+        pg_insert(cleanup_tasks)
+        .values(**row)
+        .on_conflict_do_nothing(index_elements=["tenant", "id"])
+    )
 
 
 def claim_next(now: datetime, tenant: str | None = None) -> Select[Any]:
     """The oldest open task due at ``now`` (not backing off) that no other process holds;
-    locked until the transaction ends."""
-    stmt = select(cleanup_tasks).where(
-        c.done_at.is_(None), or_(c.next_attempt_at.is_(None), c.next_attempt_at <= now)
-    )
+    locked until the transaction ends. Without ``tenant`` it scans every tenant (the reconcile
+    sweep; multi-shard on Citus)."""
+    stmt = select(cleanup_tasks)
     if tenant is not None:
         stmt = stmt.where(c.tenant == tenant)
+    stmt = stmt.where(
+        c.done_at.is_(None), or_(c.next_attempt_at.is_(None), c.next_attempt_at <= now)
+    )
     return stmt.order_by(c.created_at, c.id).limit(1).with_for_update(skip_locked=True)
 
 
@@ -49,7 +55,7 @@ def mark_failed(tenant: str, task_id: str, error: str, retry_at: datetime) -> Up
 
 
 def count_open(tenant: str | None = None) -> Select[Any]:
-    stmt = select(c.tenant, func.count()).where(c.done_at.is_(None)).group_by(c.tenant)
+    stmt = select(c.tenant, func.count())
     if tenant is not None:
         stmt = stmt.where(c.tenant == tenant)
-    return stmt
+    return stmt.where(c.done_at.is_(None)).group_by(c.tenant)

@@ -172,3 +172,17 @@ def test_a_threshold_outside_zero_one_is_invalid_input(bad: object) -> None:
     with pytest.raises(InvalidInput) as info:
         RecallRequest(tenant="t", user_id="u", relevance_threshold=bad)
     assert "relevance_threshold" in str(info.value)
+
+
+@given(st.lists(signals(), max_size=30), stats_strategy, st.sampled_from(["hybrid", "lexical"]))
+def test_judging_a_batch_equals_judging_each(
+    batch: list[Signals], stats: QueryStats, mode: str
+) -> None:
+    """The batch path recall uses gives every candidate exactly the probability and the
+    contributions the one-at-a-time judge gives it."""
+    judge = default_judge()
+    many = judge.judge_many(batch, stats, mode)  # type: ignore[arg-type]
+    one = [judge.judge(s, stats, mode) for s in batch]  # type: ignore[arg-type]
+    assert [j.probability for j in many] == [j.probability for j in one]
+    assert [j.contributions for j in many] == [j.contributions for j in one]
+    assert [j.explain() for j in many] == [j.explain() for j in one]

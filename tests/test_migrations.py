@@ -97,3 +97,42 @@ def test_two_processes_connecting_at_once_both_succeed(fresh_db_url: str) -> Non
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         assert out.strip() == head_revision()
+
+
+def test_a_memory_keeps_its_vectors_in_its_row(fresh_db_url: str) -> None:
+    """Migration 0007: a lesson with both vectors (about 3.3 kB, nothing in it compressible
+    enough to matter) stays whole, so exact recall reads one heap page per row, no TOAST;
+    under PostgreSQL's default 2,032-byte target a vector would have been moved out."""
+    from harness.memory import MemoryCandidate, MemoryStore
+
+    from .conftest import HashEmbedder
+
+    store = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(), check_model=False)
+    try:
+        store.write(
+            MemoryCandidate(
+                tenant="t",
+                scope="user",
+                scope_id="u",
+                kind="lesson",
+                content="Cite the ticket id in every incident summary.",
+                context="Summarise yesterday's incidents for the on-call handover.",
+            )
+        )
+        engine = sa.create_engine(fresh_db_url)
+        with engine.connect() as conn:
+            options = conn.execute(
+                sa.text("SELECT reloptions FROM pg_class WHERE relname = 'memories'")
+            ).scalar_one()
+            row_size, toast_pages = conn.execute(
+                sa.text(
+                    "SELECT (SELECT pg_column_size(m.*) FROM memories m), "
+                    "pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'memories'"
+                )
+            ).one()
+        engine.dispose()
+        assert "toast_tuple_target=4080" in options
+        assert row_size > 3000  # both vectors, well above the default target
+        assert toast_pages == 0
+    finally:
+        store.close()

@@ -130,7 +130,7 @@ def test_reads_go_to_the_replica_and_writes_to_the_primary(
 
 
 def test_replica_connections_are_standby_sessions_under_the_app_role(
-    replay: ReplicatedServer,
+    replay: ReplicatedServer, tenant: str
 ) -> None:
     """Row-level security holds on the replica: its pooled sessions assume the application
     role like the primary's (same role, same policies, replicated with the data)."""
@@ -141,6 +141,8 @@ def test_replica_connections_are_standby_sessions_under_the_app_role(
         settings=Settings.from_env(database_read_url=replay.replica_url),
     )
     try:
+        store.write(cand(tenant, "Answers in French"))  # a row of this test's own
+        replay.wait_caught_up()
         (engine,) = store._reads.engines
         with engine.connect() as conn:
             row = conn.execute(sa.text("SELECT current_user, pg_is_in_recovery()")).one()

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
 
 from harness.memory.judge_params import PARAMS
 
@@ -110,12 +112,23 @@ class JudgeParams:
     threshold: float
 
 
+Terms = tuple[tuple[str, float], ...]
+
+
 @dataclass(frozen=True)
 class Judgement:
-    """The judge's answer for one candidate: the probability and what moved it most."""
+    """The judge's answer for one candidate: the probability and what moved it most.
+
+    ``terms`` are the contributions, or a function computing them when first asked for
+    (:meth:`JudgeModel.judge_many` defers them: most candidates' are never read)."""
 
     probability: float
-    contributions: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+    terms: Terms | Callable[[], Terms] = ()
+
+    @property
+    def contributions(self) -> Terms:
+        """Each feature's (name, weight x value) term of the log-odds."""
+        return self.terms() if callable(self.terms) else self.terms
 
     def explain(self, top: int = 3) -> str:
         """``p=0.83 (sim +1.20, max_idf +0.90, margin +0.41)``: the largest contributions."""
@@ -204,6 +217,88 @@ class JudgeModel:
         )
         z = p.intercept + sum(c for _, c in contributions)
         return Judgement(_sigmoid(z), contributions)
+
+
+    def judge_many(
+        self, signals: Sequence[Signals], stats: QueryStats, mode: Mode
+    ) -> list[Judgement]:
+        """:meth:`judge` for many candidates of one query at once: the same features and the
+        same sums in the same order (so the same probabilities), computed a column at a time;
+        each judgement's contributions are built only when read."""
+        if not signals:
+            return []
+        p = self.params(mode)
+        columns = _feature_columns(signals, stats, mode)
+        active = [(name, p.weights[name], col) for name, col in columns if p.weights.get(name)]
+        total = np.zeros(len(signals))
+        products = []
+        for _, weight, col in active:
+            product = weight * col
+            products.append(product)
+            total = total + product
+        z = (p.intercept + total).tolist()
+        names = tuple(name for name, _, _ in active)
+        matrix = np.column_stack(products) if products else np.zeros((len(signals), 0))
+        return [
+            Judgement(_sigmoid(zi), _DeferredTerms(names, matrix, i)) for i, zi in enumerate(z)
+        ]
+
+
+class _DeferredTerms:
+    """One row of a batch's contribution matrix, turned into terms when called."""
+
+    __slots__ = ("i", "matrix", "names")
+
+    def __init__(self, names: tuple[str, ...], matrix: np.ndarray, i: int):
+        self.names, self.matrix, self.i = names, matrix, i
+
+    def __call__(self) -> Terms:
+        return tuple(zip(self.names, self.matrix[self.i].tolist(), strict=True))
+
+
+def _optional(values: Sequence[float | None], default: float) -> np.ndarray:
+    return np.array([default if v is None else v for v in values], dtype=float)
+
+
+def _feature_columns(
+    signals: Sequence[Signals], stats: QueryStats, mode: Mode
+) -> list[tuple[str, np.ndarray]]:
+    """:func:`features` for a batch, as (name, column) pairs in the same order."""
+    idf_coverage = np.array([s.idf_coverage or 0.0 for s in signals], dtype=float)
+    coverage = np.array([s.coverage or 0.0 for s in signals], dtype=float)
+    out: list[tuple[str, np.ndarray]] = [
+        ("idf_coverage", idf_coverage),
+        ("idf_gap", idf_coverage - np.maximum(stats.lex_max, idf_coverage)),
+        ("max_idf", np.array([s.max_idf or 0.0 for s in signals], dtype=float)),
+        ("coverage", coverage),
+        ("lexical_rr", np.array([1.0 / s.lrank if s.lrank else 0.0 for s in signals])),
+        *((f"coverage>{k}", np.maximum(0.0, coverage - k)) for k in COVERAGE_KNOTS),
+        ("is_lesson", np.array([1.0 if s.kind == "lesson" else 0.0 for s in signals])),
+        ("is_decision", np.array([1.0 if s.kind == "decision" else 0.0 for s in signals])),
+    ]
+    if mode == "hybrid":
+        sim = _optional([s.sim for s in signals], stats.floor_sim)
+        content = np.where(
+            np.array([s.content_sim is None for s in signals]),
+            np.minimum(sim, stats.floor_sim),
+            _optional([s.content_sim for s in signals], 0.0),
+        )
+        out += [
+            ("sim", sim),
+            ("content_sim", content),
+            ("margin", (sim - stats.sim_mean) / stats.sim_std),
+            ("gap", sim - np.maximum(stats.sim_max, sim)),
+        ]
+        for k in SIM_KNOTS:
+            out += [(f"sim>{k}", np.maximum(0.0, sim - k))]
+            out += [(f"content_sim>{k}", np.maximum(0.0, content - k))]
+        out += [
+            ("vector_rr", np.array([1.0 / s.vrank if s.vrank else 0.0 for s in signals])),
+            ("has_context", np.array([0.0 if s.context_sim is None else 1.0 for s in signals])),
+        ]
+    else:
+        out.append(("margin", (idf_coverage - stats.lex_mean) / stats.lex_std))
+    return out
 
 
 def _sigmoid(z: float) -> float:

@@ -60,8 +60,9 @@ def write_validated(
         yield from vectors.claim_model(embedder)
     # Every lock this batch needs, in one global order: concurrent batches cannot deadlock,
     # and a keyless content is checked and inserted by one writer at a time.
-    for name in sorted({n for n in map(lock_name, cands) if n is not None}):
-        yield sql.lock_name(name)
+    names = sorted({n for n in map(lock_name, cands) if n is not None})
+    if names:
+        yield sql.lock_names(names)
     written: list[Memory] = []
     for i, cand in enumerate(cands):
         if cand.tenant != tenant:

@@ -148,10 +148,9 @@ def fuse(
             fused.append((score, s))
     fused.sort(key=lambda pair: (-pair[0], str(pair[1].id)))
     depth = cfg.judge_depth if cfg.use_floor else len(fused)
-    judged = [
-        Ranked(s, score, cfg.judge.judge(s.signals(), qstats, judge_mode))
-        for score, s in fused[:depth]
-    ]
+    head = fused[:depth]
+    judgements = cfg.judge.judge_many([s.signals() for _, s in head], qstats, judge_mode)
+    judged = [Ranked(s, score, j) for (score, s), j in zip(head, judgements, strict=True)]
     if cfg.use_floor:
         # The judge weighs every signal; its probability orders better than the fused rank.
         judged.sort(key=lambda r: (-r.probability, -r.fused, str(r.scored.id)))

@@ -15,6 +15,7 @@ from harness.errors import IncompleteRecall, InvalidInput, StoreError
 from harness.memory import sql
 from harness.memory.embedder import Embedder
 from harness.memory.ops import Op
+from harness.memory.pool_sizes import PoolSizes
 from harness.memory.query_cache import QueryVectorCache
 from harness.memory.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
@@ -119,7 +120,8 @@ class Retriever:
     ``strategy`` picks how the vector ranking runs: "exact" scans the rows the caller may read
     (exact, and fastest for pools up to a few thousand rows); "hnsw" uses the HNSW index with
     iterative filtered scans and bounds the full-text ranking; "auto" (default) probes the
-    pool size and uses "hnsw" above ``large_pool`` rows. See BENCHMARKS.md for the figures.
+    pool size and uses "hnsw" above ``large_pool`` rows; the answer is remembered per caller
+    for ``pool_ttl_s`` seconds (:class:`PoolSizes`). See BENCHMARKS.md for the figures.
     It holds recall's configuration and builds its operations; the store facades run them.
     """
 
@@ -129,8 +131,10 @@ class Retriever:
         strategy: Strategy = "auto",
         large_pool: int = 3000,
         ef_search: int = 400,
+        pool_ttl_s: float = 30.0,
     ):
         self.ranking = ranking or RankingConfig()
+        self.pool_sizes = PoolSizes(pool_ttl_s)
         self.strategy: Strategy = strategy
         self.large_pool = large_pool
         self.ef_search = ef_search
@@ -140,10 +144,19 @@ class Retriever:
     def _large_pool(self, shape: dict[str, bool], params: dict[str, Any]) -> Op[bool]:
         if self.strategy != "auto":
             return self.strategy == "hnsw"
+        caller = (
+            self.large_pool,
+            *(params.get(k) for k in ("r_tenant", "r_user", "r_workflow", "r_session")),
+        )
+        known = self.pool_sizes.get(caller)
+        if known is not None:
+            return known
         n = (
             yield (sql.pool_probe(**shape), {**params, "probe_limit": self.large_pool + 1})
         ).scalar_one()
-        return int(n) > self.large_pool
+        large = int(n) > self.large_pool
+        self.pool_sizes.put(caller, large)
+        return large
 
     def signals_op(
         self, req: RecallRequest, qv: list[float] | None, now: datetime
@@ -198,23 +211,28 @@ class Retriever:
             "depth": self.ranking.depth,
             **({"qv": qv} if qv is not None else {}),
         }
+        # Unpacked by position (the statement's column order, asserted by its tests): a
+        # hundred or more candidates per recall, so attribute lookups per field add up.
         return [
             Scored(
-                r.id,
-                sim=r.sim,
-                vrank=r.vrank,
-                lex=r.lex,
-                coverage=r.coverage,
-                lrank=r.lrank,
-                content_sim=r.content_sim,
-                context_sim=r.context_sim,
-                idf_coverage=r.idf_coverage,
-                max_idf=r.max_idf,
-                kind=r.kind,
-                scope=r.scope,
+                id_,
+                sim=sim,
+                vrank=vrank,
+                lex=lex,
+                coverage=coverage,
+                lrank=lrank,
+                content_sim=content_sim,
+                context_sim=context_sim,
+                idf_coverage=idf_coverage,
+                max_idf=max_idf,
+                kind=kind,
+                scope=scope,
             )
-            for r in (yield (stmt, bind))
-        ]
+            for (
+                id_, scope, kind, sim, content_sim, context_sim, vrank,
+                lex, coverage, idf_coverage, max_idf, lrank,
+            ) in (yield (stmt, bind))
+        ]  # fmt: skip
 
     def fetch_op(
         self, req: RecallRequest, qv: list[float] | None, now: datetime, cap: int

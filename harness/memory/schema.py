@@ -1,8 +1,13 @@
 """Table definitions: the single source the Alembic migrations are checked against.
 
-Tenant is the first column of every composite index. Two indexes cannot lead with it by
+Tenant is the first column of every primary key (ids are unique on their own, but a table
+sharded by tenant needs the distribution column in every unique constraint: migration 0005,
+docs/scale-out.md) and of every composite index. Two indexes cannot lead with it by
 construction: the HNSW vector index (single-column access method) and the GIN full-text index
 (``btree_gin`` is not available in the embedded server); recall filters by tenant first anyway.
+
+``memories`` keeps its vectors in the row (``toast_tuple_target = 4080``, migration 0006): exact
+recall reads them for every row it ranks.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -55,8 +61,9 @@ TSV_EXPR = (
 memories = Table(
     "memories",
     metadata,
-    Column("id", UUID(as_uuid=True), primary_key=True),
+    Column("id", UUID(as_uuid=True), nullable=False),
     Column("tenant", String(200), nullable=False),
+    PrimaryKeyConstraint("tenant", "id"),
     Column("scope", String(16), nullable=False),
     Column("scope_id", String(200), nullable=False, server_default=""),
     Column("kind", String(16), nullable=False),
@@ -138,8 +145,9 @@ memories = Table(
 approvals = Table(
     "memory_approvals",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", Integer, nullable=False, autoincrement=True),
     Column("tenant", String(200), nullable=False),
+    PrimaryKeyConstraint("tenant", "id"),
     Column("memory_id", UUID(as_uuid=True), nullable=False),
     Column("decision", String(16), nullable=False),
     Column("actor", String(200), nullable=False),
@@ -152,8 +160,9 @@ approvals = Table(
 runs = Table(
     "runs",
     metadata,
-    Column("id", String(64), primary_key=True),
+    Column("id", String(64), nullable=False),
     Column("tenant", String(200), nullable=False),
+    PrimaryKeyConstraint("tenant", "id"),
     Column("user_id", String(200), nullable=False),
     Column("workflow_id", String(200)),
     Column("session_id", String(200)),
@@ -168,8 +177,9 @@ runs = Table(
 cleanup_tasks = Table(
     "cleanup_tasks",
     metadata,
-    Column("id", String(64), primary_key=True),
+    Column("id", String(64), nullable=False),
     Column("tenant", String(200), nullable=False),
+    PrimaryKeyConstraint("tenant", "id"),
     Column("target", String(16), nullable=False),
     Column("target_id", String(200), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),

@@ -156,7 +156,7 @@ def store_embeddings(rows: Sequence[Any], pairs: Pairs) -> Op[None]:
     yield (
         sql.set_embedding(),
         [
-            {"b_id": r.id, "b_embedding": v, "b_context_embedding": cv}
+            {"b_tenant": r.tenant, "b_id": r.id, "b_embedding": v, "b_context_embedding": cv}
             for r, v, cv in zip(rows, content_vecs, context_vecs, strict=True)
         ],
     )

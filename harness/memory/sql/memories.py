@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "lock_key",
     "lock_model",
     "lock_name",
+    "lock_names",
     "meta_get",
     "meta_upsert",
     "missing_embeddings",
@@ -76,6 +78,15 @@ def fingerprint_lock_name(
 def lock_name(name: str) -> TextClause:
     """Serialise writers of one lock name until the transaction ends."""
     return text("SELECT pg_advisory_xact_lock(hashtextextended(:lk, 0))").bindparams(lk=name)
+
+
+def lock_names(names: Sequence[str]) -> TextClause:
+    """:func:`lock_name` for many names in one round trip, taken in the order given (callers
+    sort them, so concurrent writers cannot deadlock)."""
+    return text(
+        "SELECT count(pg_advisory_xact_lock(hashtextextended(n, 0))) "
+        "FROM unnest(CAST(:names AS text[])) AS u(n)"
+    ).bindparams(names=list(names))
 
 
 def lock_key(tenant: str, scope: Scope, scope_id: str, key: str) -> TextClause:
@@ -203,7 +214,7 @@ def counts_by_tenant_status() -> Select[Any]:
 
 
 def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -> Select[Any]:
-    stmt = select(m.id, m.content, m.context).order_by(m.id).limit(batch)
+    stmt = select(m.tenant, m.id, m.content, m.context).order_by(m.id).limit(batch)
     if not all_rows:
         stmt = stmt.where(m.embedding.is_(None))
     if after is not None:
@@ -214,7 +225,7 @@ def missing_embeddings(batch: int, after: uuid.UUID | None, *, all_rows: bool) -
 def set_embedding() -> Update:
     return (
         update(memories)
-        .where(m.id == bindparam("b_id"))
+        .where(m.tenant == bindparam("b_tenant"), m.id == bindparam("b_id"))
         .values(
             embedding=bindparam("b_embedding"),
             context_embedding=bindparam("b_context_embedding"),
