@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
-from harness.memory.guard import default_guard
+from harness.memory.guard import default_guard, secrets, vendors
 from harness.memory.types import Source
 from tests.guard_oracle import default_guard as oracle_guard
+from tests.guard_oracle import vendors as oracle_vendors
 
 DATA = Path(__file__).parent / "data" / "guard"
 NEW = default_guard()
@@ -151,3 +152,33 @@ def test_every_corpus_row_gets_the_oracles_finding() -> None:
     # the whole corpus, not a sample: every secret, injection and ordinary sentence
     for text in CORPUS + HANDWRITTEN:
         assert _finding(NEW.scan(text)) == _finding(OLD.scan(text)), text
+
+
+# --- the faster parts, each against what it replaces -------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_regrouped_vendor_trigger_finds_the_same_words(data: st.DataObject) -> None:
+    # a word holding a known vendor prefix (either spelling generates it), or random text
+    pattern = data.draw(st.sampled_from([vendors._VENDOR_TRIGGER, oracle_vendors._VENDOR_TRIGGER]))
+    word = data.draw(st.one_of(st.from_regex(pattern), st.text(TOKEN_ALPHABET + ".:")))
+    assert (vendors._VENDOR_TRIGGER.search(word) is None) == (
+        oracle_vendors._VENDOR_TRIGGER.search(word) is None
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_label_variants_match_as_the_whole_pattern_does(data: st.DataObject) -> None:
+    rule = secrets._LABEL_RULE
+    text = data.draw(st.one_of(st.from_regex(secrets._LABELLED), texts))
+    low = text.lower()
+    for start in range(len(text)):
+        variant = rule._variants.get(low[start : start + 2])
+        if variant is not None:
+            whole = rule.pattern.match(text, start)
+            part = variant.match(text, start)
+            assert (whole and (whole.span(), whole.groupdict())) == (
+                part and (part.span(), part.groupdict())
+            )

@@ -22,6 +22,7 @@ __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_ran
 _PART = re.compile(r"[A-Za-z0-9]+")
 _WORDY = re.compile(r"[A-Z]?[a-z]{4,}")
 _KEYISH = re.compile(r"[0-9A-Z]")
+_SEPARATORS = re.compile(r"[-_/+.=]")
 
 
 class TextIndex:
@@ -70,6 +71,8 @@ class GuardRule:
     (``api_key`` found from ``key``). ``tokens`` limits the search to long words, and
     ``trigger`` (shared by many token rules) to the long words it matches. ``starts``
     (lower case) are the only prefixes a match can begin with: a cheap test before the pattern.
+    ``variants`` pair the first two lower-case characters of a start with a smaller pattern
+    that matches there exactly as ``pattern`` does (only the alternatives that can begin so).
     """
 
     rule: str
@@ -82,9 +85,11 @@ class GuardRule:
     tokens: bool = False
     trigger: re.Pattern[str] | None = None
     starts: tuple[str, ...] = ()
+    variants: tuple[tuple[str, re.Pattern[str]], ...] = ()
     _words: frozenset[str] = field(init=False, repr=False, compare=False)
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _variants: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         words = {a for a in self.anchors if a.isascii() and a.isalpha()}
@@ -95,6 +100,7 @@ class GuardRule:
         object.__setattr__(self, "_words", frozenset(words))
         object.__setattr__(self, "_stems", stems)
         object.__setattr__(self, "_unicode", unicode)
+        object.__setattr__(self, "_variants", dict(self.variants))
 
     def find(self, text: str) -> re.Match[str] | None:
         """The first accepted match anywhere in ``text``, or None. Pure.
@@ -164,7 +170,9 @@ def mask(value: str) -> str:
 
 def looks_random(value: str, *, min_len: int = 20, classes: int = 3) -> bool:
     """True when ``value`` reads like generated key material, not a word, hash or identifier."""
-    core = re.sub(r"[-_/+.=]", "", value)
+    if len(value) < min_len:
+        return False  # the cheap test first: removing separators only makes it shorter
+    core = _SEPARATORS.sub("", value)
     if len(core) < min_len:
         return False
     kinds = (
@@ -207,14 +215,16 @@ class RuleSet:
                 stems.setdefault(stem, []).append(n)
             for anchor in rule._unicode:
                 unicode.setdefault(anchor, []).append(n)
-        # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule
+        # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule;
+        # each anchor carries (rule number, back_off, starts) of the rules that share it
         self._automaton: Any = ahocorasick.Automaton()
         for table, whole in ((words, True), (stems, False), (unicode, False)):
             for anchor, ns in table.items():
-                self._automaton.add_word(anchor, (len(anchor), tuple(ns), whole))
-        if len(self._automaton):
+                entries = tuple((n, rules[n].back_off, rules[n].starts) for n in ns)
+                self._automaton.add_word(anchor, (len(anchor), entries, whole))
+        self._anchored = bool(len(self._automaton))
+        if self._anchored:
             self._automaton.make_automaton()
-        self._back_off = tuple(rule.back_off for rule in rules)
         self._vendor = tuple(r for r in rules if r.tokens and r.trigger is not None)
         self._generic = tuple(r for r in rules if r.tokens and r.trigger is None)
         self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)
@@ -275,34 +285,43 @@ class RuleSet:
     def _anchored_find(
         self, text: str, index: TextIndex, allow: Callable[[GuardRule], bool] | None
     ) -> tuple[GuardRule, re.Match[str]] | None:
-        low = index.lowered
-        back_off = self._back_off
-        candidates: set[tuple[int, int]] = set()
-        if not len(self._automaton):
+        if not self._anchored:
             return None
+        low = index.lowered
         size = len(low)
-        for end, (length, ns, whole) in self._automaton.iter(low):
+        rules = self.rules
+        allowed = self._allowed(allow)
+        candidates: set[tuple[int, int]] = set()
+        for end, (length, entries, whole) in self._automaton.iter(low):
             i = end - length + 1
             if whole and (
                 (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
             ):
                 continue
             earlier: list[int] | None = None
-            for n in ns:
-                candidates.add((i, n))
-                if back_off[n]:
+            for n, back_off, starts in entries:
+                if allowed is not None and n not in allowed:
+                    continue
+                # a start the rule's own prefixes exclude can never match: drop it here
+                if not starts or low.startswith(starts, i):
+                    candidates.add((i, n))
+                if back_off:
                     if earlier is None:
                         earlier = _earlier_starts(text, i)
                     for e in earlier:
-                        candidates.add((e, n))
-        rules = self.rules
+                        if not starts or low.startswith(starts, e):
+                            candidates.add((e, n))
         for start, n in sorted(candidates):
             rule = rules[n]
-            if (allow is not None and not allow(rule)) or (
-                rule.starts and not low.startswith(rule.starts, start)
-            ):
-                continue
-            m = rule.pattern.match(text, start)
+            pattern = rule.pattern
+            if rule._variants:
+                pattern = rule._variants.get(low[start : start + 2], pattern)
+            m = pattern.match(text, start)
             if m is not None and (rule.accept is None or rule.accept(m)):
                 return rule, m
         return None
+
+    def _allowed(self, allow: Callable[[GuardRule], bool] | None) -> frozenset[int] | None:
+        if allow is None:
+            return None
+        return frozenset(n for n, rule in enumerate(self.rules) if allow(rule))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
 
 from harness.memory.guard.base import GuardRule, looks_random
 from harness.memory.guard.vendors import VENDOR_RULES
@@ -32,25 +33,75 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# The label alternatives, in the order the pattern tries them. Each begins with a literal head,
+# so a start's first two letters tell which of them can match there (see ``_variants``).
 _STRONG = (
-    r"pass(?:word|wd|wort|phrase|code)?|pwd|pw|secret|kennwort|mot de passe|mdp|contrase[ñn]a|senha|clave|"
-    r"pin|비밀번호|암호|패스워드|비번|パスワード|暗証番号|密码|口令|密碼|mật khẩu|пароль"
-)
+    r"pass(?:word|wd|wort|phrase|code)?", "pwd", "pw", "secret", "kennwort", "mot de passe", "mdp",
+    r"contrase[ñn]a", "senha", "clave", "pin", "비밀번호", "암호", "패스워드", "비번", "パスワード",
+    "暗証番号", "密码", "口令", "密碼", "mật khẩu", "пароль",
+)  # fmt: skip
 _WEAK = (
-    r"(?:api|access|secret|private|signing|encryption|master|account|app|client|auth|service|license|deploy)"
-    r"[_\-. ]?key|apikey|token|auth|login|credentials?|api[- ]?schl[üu]ssel|(?:geheimer )?schl[üu]ssel|zugangsdaten|"
-    r"cl[ée](?: api| secr[èe]te| d'api)?|jeton(?: d'acc[èe]s)?|identifiants|clave (?:api|secreta|de api)|"
-    r"token de ac(?:ceso|esso)|chave(?: de api| secreta)?|api ?키|키|토큰|시크릿|api ?キー|キー|トークン|"
-    r"アクセストークン|秘密鍵|シークレット|api ?密钥|密钥|秘钥|令牌|访问令牌"
-)
+    *(
+        rf"{word}[_\-. ]?key"
+        for word in str.split(  # in this order: the pattern tries them so
+            "api access secret private signing encryption master account app client auth service "
+            "license deploy"
+        )
+    ),
+    "apikey", "token", "auth", "login", "credentials?", r"api[- ]?schl[üu]ssel",
+    r"geheimer schl[üu]ssel", r"schl[üu]ssel", "zugangsdaten", r"cl[ée](?: api| secr[èe]te| d'api)?",
+    r"jeton(?: d'acc[èe]s)?", "identifiants", r"clave (?:api|secreta|de api)",
+    r"token de ac(?:ceso|esso)", r"chave(?: de api| secreta)?", "api ?키", "키", "토큰", "시크릿",
+    "api ?キー", "キー", "トークン", "アクセストークン", "秘密鍵", "シークレット", "api ?密钥", "密钥", "秘钥",
+    "令牌", "访问令牌",
+)  # fmt: skip
 _SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d))?"
 _COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
-_LABELLED = re.compile(
-    rf"(?P<label>(?P<strong>{_STRONG})|(?P<weak>{_WEAK})){_SUFFIX}(?P<close>['\"\]]?)"
-    rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
-    rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))",
-    _I,
-)
+
+
+def _labelled(strong: Iterable[str], weak: Iterable[str]) -> re.Pattern[str]:
+    """The labelled-value pattern over the given label alternatives ("(?!)": none)."""
+    return re.compile(
+        rf"(?P<label>(?P<strong>{'|'.join(strong) or '(?!)'})|(?P<weak>{'|'.join(weak) or '(?!)'}))"
+        rf"{_SUFFIX}(?P<close>['\"\]]?)"
+        rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
+        rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))",
+        _I,
+    )
+
+
+_LABELLED = _labelled(_STRONG, _WEAK)
+
+
+def _head(alternative: str) -> str:
+    """The lower-case literal text every match of ``alternative`` begins with."""
+    head = re.match(r"[^\\\[\](){}?*+|.^$]*", alternative).group()  # type: ignore[union-attr]
+    if alternative[len(head) : len(head) + 1] in ("?", "*", "{"):
+        head = head[:-1]  # the quantifier makes the last character optional
+    return head.lower()
+
+
+def _variants() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """For each first two letters a label can start with: the pattern of just those labels.
+
+    An alternative whose head disagrees with the text's first two (lower-cased) letters cannot
+    match there, so leaving it out changes no match; the order of the rest is kept.
+    """
+    heads = {alt: _head(alt) for alt in (*_STRONG, *_WEAK)}
+    keys = {head[:2] for head in heads.values() if len(head) >= 2}
+
+    def fits(alt: str, key: str) -> bool:
+        return heads[alt].startswith(key) or key.startswith(heads[alt])
+
+    return tuple(
+        (
+            key,
+            _labelled([a for a in _STRONG if fits(a, key)], [a for a in _WEAK if fits(a, key)]),
+        )
+        for key in sorted(keys)
+    )
+
+
 _PLACEHOLDER = re.compile(
     r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
     r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
@@ -107,25 +158,21 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     if quote and quote in value:
         value = value[: value.index(quote)]
     value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
-    if not value or _PLACEHOLDER.search(value) or len(set(value)) == 1:
-        return False
     sep = (m.group("sep") or "").strip()
     strong = m.group("strong") is not None
-    between = m.group("between")
     spaced = not sep
+    if spaced and (quote or not strong) and len(value) < 16:
+        return False  # "key rotation": the common case, decided before the costlier tests
+    if not value or _PLACEHOLDER.search(value) or len(set(value)) == 1:
+        return False
+    between = m.group("between")
     if spaced and (quote or not strong):
         spaced_ok = looks_random(value, min_len=16, classes=2)
         return spaced_ok
     if between and sep in {":", "=", "："}:
         between = ""  # "password for prod: x" reads like a label all the same
-    letters_only = value.replace("-", "").replace("_", "").isalpha()
-    mixed = (
-        any(c.isdigit() for c in value)
-        + any(c in _SYMBOLS for c in value)
-        + (value != value.lower() and value != value.upper())
-    )
     label = m.group("label").lower()
-    if _code_like(m) and sep in {":", "=", "=>", ":=", "：", "=="}:
+    if sep in {":", "=", "=>", ":=", "：", "=="} and _code_like(m):
         return len(value) >= 3 and value.lower() not in _PROSE
     if not strong and re.match(r"(?:credentials?|login|zugangsdaten|identifiants)", label):
         # "credentials: admin / hunter2" or "login: root/toor1" names a user, then the password
@@ -141,6 +188,12 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return looks_random(value, min_len=12, classes=2) or (
             bool(quote) and len(value) >= 16 and len(set(value)) >= 8
         )
+    letters_only = value.replace("-", "").replace("_", "").isalpha()
+    mixed = (
+        any(c.isdigit() for c in value)
+        + any(c in _SYMBOLS for c in value)
+        + (value != value.lower() and value != value.upper())
+    )
     if label == "pin":
         return value.isdigit() and len(value) >= 4 and sep in {":", "=", "：", "is"}
     if value.isdigit():
@@ -220,6 +273,7 @@ _LABEL_RULE = GuardRule(
         ],
     ),
     back_off=True,
+    variants=_variants(),
     starts=tuple(
         _words(
             "pass pwd pw secret kennwort mot mdp contrase senha clave pin api access private signing "
