@@ -23,6 +23,10 @@ _PART = re.compile(r"[A-Za-z0-9]+")
 _WORDY = re.compile(r"[A-Z]?[a-z]{4,}")
 _KEYISH = re.compile(r"[0-9A-Z]")
 _SEPARATORS = re.compile(r"[-_/+.=]")
+# in ASCII text exactly the characters str.isupper / islower / isdigit accept
+_TWO_UPPER = re.compile(r"[A-Z][^A-Z]*[A-Z]")
+_TWO_LOWER = re.compile(r"[a-z][^a-z]*[a-z]")
+_TWO_DIGITS = re.compile(r"[0-9][^0-9]*[0-9]")
 
 
 class TextIndex:
@@ -175,11 +179,18 @@ def looks_random(value: str, *, min_len: int = 20, classes: int = 3) -> bool:
     core = _SEPARATORS.sub("", value)
     if len(core) < min_len:
         return False
-    kinds = (
-        sum(c.isupper() for c in core) >= 2,
-        sum(c.islower() for c in core) >= 2,
-        sum(c.isdigit() for c in core) >= 2,
-    )
+    if core.isascii():  # the usual case: the same three counts, done by the regex engine
+        kinds = (
+            _TWO_UPPER.search(core) is not None,
+            _TWO_LOWER.search(core) is not None,
+            _TWO_DIGITS.search(core) is not None,
+        )
+    else:
+        kinds = (
+            sum(c.isupper() for c in core) >= 2,
+            sum(c.islower() for c in core) >= 2,
+            sum(c.isdigit() for c in core) >= 2,
+        )
     if sum(kinds) < classes:
         return False
     if sum(len(w) for w in _WORDY.findall(core)) > 0.5 * len(core):

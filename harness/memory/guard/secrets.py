@@ -288,6 +288,7 @@ _LABEL_RULE = GuardRule(
 
 # --- unlabelled high-entropy tokens --------------------------------------------------------------
 
+_TOKEN_PARTS = re.compile(r"[_\-.]")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-=]{20,}")
 
 
@@ -305,7 +306,7 @@ def _random_token(m: re.Match[str]) -> bool:
     if token.count("/") >= 2 and not re.search(r"[A-Z0-9]", token.replace("/", "")[:8]):
         return False  # a path
     # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
-    core = max(re.split(r"[_\-.]", token), key=len)
+    core = max(_TOKEN_PARTS.split(token), key=len)
     if not (
         looks_random(core, min_len=20, classes=3)
         and (len(core) >= 24 or sum(c.isdigit() for c in core) >= 3)
