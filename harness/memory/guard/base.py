@@ -75,8 +75,9 @@ class GuardRule:
     (``api_key`` found from ``key``). ``tokens`` limits the search to long words, and
     ``trigger`` (shared by many token rules) to the long words it matches. ``starts``
     (lower case) are the only prefixes a match can begin with: a cheap test before the pattern.
-    ``variants`` pair the first two lower-case characters of a start with a smaller pattern
-    that matches there exactly as ``pattern`` does (only the alternatives that can begin so).
+    ``variants`` pair the first two lower-case characters of a start with the source of a smaller
+    pattern (same flags) that matches there exactly as ``pattern`` does: only the alternatives
+    that can begin so (see :mod:`harness.memory.guard.variants`). Each is compiled on first use.
     """
 
     rule: str
@@ -89,11 +90,11 @@ class GuardRule:
     tokens: bool = False
     trigger: re.Pattern[str] | None = None
     starts: tuple[str, ...] = ()
-    variants: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    variants: tuple[tuple[str, str], ...] = ()
     _words: frozenset[str] = field(init=False, repr=False, compare=False)
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _variants: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _variants: dict[str, re.Pattern[str] | str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         words = {a for a in self.anchors if a.isascii() and a.isalpha()}
@@ -105,6 +106,19 @@ class GuardRule:
         object.__setattr__(self, "_stems", stems)
         object.__setattr__(self, "_unicode", unicode)
         object.__setattr__(self, "_variants", dict(self.variants))
+
+    def pattern_for(self, start: str) -> re.Pattern[str]:
+        """The pattern to match where the text (lower-cased) begins with ``start``. Pure.
+
+        A variant when one is known for its first two characters, else ``pattern``.
+        """
+        found = self._variants.get(start[:2])
+        if found is None:
+            return self.pattern
+        if isinstance(found, str):
+            # compiled when first needed: most starts never occur, and compiling all costs time
+            found = self._variants[start[:2]] = re.compile(found, self.pattern.flags)
+        return found
 
     def find(self, text: str) -> re.Match[str] | None:
         """The first accepted match anywhere in ``text``, or None. Pure.
@@ -326,7 +340,7 @@ class RuleSet:
             rule = rules[n]
             pattern = rule.pattern
             if rule._variants:
-                pattern = rule._variants.get(low[start : start + 2], pattern)
+                pattern = rule.pattern_for(low[start : start + 2])
             m = pattern.match(text, start)
             if m is not None and (rule.accept is None or rule.accept(m)):
                 return rule, m

@@ -17,6 +17,7 @@ import string
 from collections.abc import Iterable
 
 from harness.memory.guard.base import GuardRule, looks_random
+from harness.memory.guard.variants import by_first_letters
 from harness.memory.guard.vendors import VENDOR_RULES
 
 __all__ = ["SECRET_RULES", "looks_random"]
@@ -34,7 +35,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 # The label alternatives, in the order the pattern tries them. Each begins with a literal head,
-# so a start's first two letters tell which of them can match there (see ``_variants``).
+# so a start's first two letters tell which of them can match there (see ``variants``).
 _STRONG = (
     r"pass(?:word|wd|wort|phrase|code)?", "pwd", "pw", "secret", "kennwort", "mot de passe", "mdp",
     r"contrase[ñn]a", "senha", "clave", "pin", "비밀번호", "암호", "패스워드", "비번", "パスワード",
@@ -59,47 +60,27 @@ _SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|
 _COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
 
 
-def _labelled(strong: Iterable[str], weak: Iterable[str]) -> re.Pattern[str]:
+def _labelled(strong: Iterable[str], weak: Iterable[str]) -> str:
     """The labelled-value pattern over the given label alternatives ("(?!)": none)."""
-    return re.compile(
+    return (
         rf"(?P<label>(?P<strong>{'|'.join(strong) or '(?!)'})|(?P<weak>{'|'.join(weak) or '(?!)'}))"
         rf"{_SUFFIX}(?P<close>['\"\]]?)"
         rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
-        rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))",
-        _I,
+        rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))"
     )
 
 
-_LABELLED = _labelled(_STRONG, _WEAK)
+_LABELLED = re.compile(_labelled(_STRONG, _WEAK), _I)
 
 
-def _head(alternative: str) -> str:
-    """The lower-case literal text every match of ``alternative`` begins with."""
-    head = re.match(r"[^\\\[\](){}?*+|.^$]*", alternative).group()  # type: ignore[union-attr]
-    if alternative[len(head) : len(head) + 1] in ("?", "*", "{"):
-        head = head[:-1]  # the quantifier makes the last character optional
-    return head.lower()
+def _label_variants() -> tuple[tuple[str, str], ...]:
+    # narrowing keeps each label in its own group (strong or weak), in its place
+    def build(labels: list[str]) -> str:
+        kept = set(labels)
+        return _labelled([a for a in _STRONG if a in kept], [a for a in _WEAK if a in kept])
 
-
-def _variants() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """For each first two letters a label can start with: the pattern of just those labels.
-
-    An alternative whose head disagrees with the text's first two (lower-cased) letters cannot
-    match there, so leaving it out changes no match; the order of the rest is kept.
-    """
-    heads = {alt: _head(alt) for alt in (*_STRONG, *_WEAK)}
-    keys = {head[:2] for head in heads.values() if len(head) >= 2}
-
-    def fits(alt: str, key: str) -> bool:
-        return heads[alt].startswith(key) or key.startswith(heads[alt])
-
-    return tuple(
-        (
-            key,
-            _labelled([a for a in _STRONG if fits(a, key)], [a for a in _WEAK if fits(a, key)]),
-        )
-        for key in sorted(keys)
-    )
+    assert not set(_STRONG) & set(_WEAK)
+    return by_first_letters((*_STRONG, *_WEAK), build)
 
 
 _PLACEHOLDER = re.compile(
@@ -273,7 +254,7 @@ _LABEL_RULE = GuardRule(
         ],
     ),
     back_off=True,
-    variants=_variants(),
+    variants=_label_variants(),
     starts=tuple(
         _words(
             "pass pwd pw secret kennwort mot mdp contrase senha clave pin api access private signing "
