@@ -17,6 +17,8 @@ from typing import Any
 
 import ahocorasick
 
+from harness.memory.guard.normalise import long_words_of
+
 __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_random", "mask"]
 
 _PART = re.compile(r"[A-Za-z0-9]+")
@@ -50,12 +52,11 @@ class TextIndex:
         spans: list[tuple[int, int]] = []
         pos = 0
         text = self.text
-        for word in text.split():
-            if len(word) >= 12:
-                at = text.find(word, pos)
-                pos = at + len(word)
-                if _KEYISH.search(word, 1):
-                    spans.append((at, pos))
+        for word in long_words_of(text):
+            at = text.find(word, pos)
+            pos = at + len(word)
+            if _KEYISH.search(word, 1):
+                spans.append((at, pos))
         return spans
 
     @cached_property
@@ -241,12 +242,22 @@ class RuleSet:
             for anchor in rule._unicode:
                 unicode.setdefault(anchor, []).append(n)
         # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule;
-        # each anchor carries (rule number, back_off, starts) of the rules that share it
+        # each anchor carries the rules that may match at it and those that back off from it
         self._automaton: Any = ahocorasick.Automaton()
         for table, whole in ((words, True), (stems, False), (unicode, False)):
             for anchor, ns in table.items():
-                entries = tuple((n, rules[n].back_off, rules[n].starts) for n in ns)
-                self._automaton.add_word(anchor, (len(anchor), entries, whole))
+                here: list[tuple[int, tuple[str, ...] | None]] = []
+                back: list[tuple[int, tuple[str, ...] | None]] = []
+                for n in ns:
+                    starts = rules[n].starts or None
+                    if starts is None or anchor.startswith(starts):
+                        here.append((n, None))  # every start at this anchor passes
+                    elif any(s.startswith(anchor) for s in starts):
+                        here.append((n, starts))  # passes when the text goes on right
+                    # else no start can begin with this anchor: no candidate at it
+                    if rules[n].back_off:
+                        back.append((n, starts))
+                self._automaton.add_word(anchor, (len(anchor), whole, tuple(here), tuple(back)))
         self._anchored = bool(len(self._automaton))
         if self._anchored:
             self._automaton.make_automaton()
@@ -317,30 +328,32 @@ class RuleSet:
         rules = self.rules
         allowed = self._allowed(allow)
         candidates: set[tuple[int, int]] = set()
-        for end, (length, entries, whole) in self._automaton.iter(low):
+        add = candidates.add
+        for end, (length, whole, here, back) in self._automaton.iter(low):
             i = end - length + 1
             if whole and (
                 (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
             ):
                 continue
-            earlier: list[int] | None = None
-            for n, back_off, starts in entries:
-                if allowed is not None and n not in allowed:
-                    continue
+            for n, starts in here:
                 # a start the rule's own prefixes exclude can never match: drop it here
-                if not starts or low.startswith(starts, i):
-                    candidates.add((i, n))
-                if back_off:
-                    if earlier is None:
-                        earlier = _earlier_starts(text, i)
-                    for e in earlier:
-                        if not starts or low.startswith(starts, e):
-                            candidates.add((e, n))
+                if (allowed is None or n in allowed) and (
+                    starts is None or low.startswith(starts, i)
+                ):
+                    add((i, n))
+            if back:
+                earlier = _earlier_starts(text, i)
+                for n, starts in back:
+                    if allowed is None or n in allowed:
+                        for e in earlier:
+                            if starts is None or low.startswith(starts, e):
+                                add((e, n))
         for start, n in sorted(candidates):
             rule = rules[n]
             pattern = rule.pattern
             if rule._variants:
-                pattern = rule.pattern_for(low[start : start + 2])
+                found = rule._variants.get(low[start : start + 2], pattern)
+                pattern = rule.pattern_for(low[start:]) if isinstance(found, str) else found
             m = pattern.match(text, start)
             if m is not None and (rule.accept is None or rule.accept(m)):
                 return rule, m

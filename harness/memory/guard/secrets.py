@@ -109,6 +109,11 @@ _PROSE = _words(
 )
 
 
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_USER_LABEL = re.compile(r"(?:credentials?|login|zugangsdaten|identifiants)")
+_UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
+
+
 def _code_like(m: re.Match[str]) -> bool:
     """Whether the label is written as a config key or flag (``DB_PASSWORD``, ``"apiKey"``, ``--pass``)."""
     text = m.string
@@ -124,7 +129,7 @@ def _code_like(m: re.Match[str]) -> bool:
         or "_" in name
         or "." in name
         or (name.isupper() and len(name) > 3)
-        or re.search(r"[a-z][A-Z]", name) is not None
+        or _CAMEL.search(name) is not None
     )
 
 
@@ -155,7 +160,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     label = m.group("label").lower()
     if sep in {":", "=", "=>", ":=", "：", "=="} and _code_like(m):
         return len(value) >= 3 and value.lower() not in _PROSE
-    if not strong and re.match(r"(?:credentials?|login|zugangsdaten|identifiants)", label):
+    if not strong and _USER_LABEL.match(label):
         # "credentials: admin / hunter2" or "login: root/toor1" names a user, then the password
         pair = re.match(r"\s*[/:]\s*(\S{4,})", text[m.end("value") :]) or re.fullmatch(
             r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]+[/:]([^/\s]{4,})", value
@@ -284,7 +289,7 @@ def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
     if _HEX.issuperset(token):
         return False  # hashes, commit ids, UUIDs, trace ids
-    if token.count("/") >= 2 and not re.search(r"[A-Z0-9]", token.replace("/", "")[:8]):
+    if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
         return False  # a path
     # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
     core = max(_TOKEN_PARTS.split(token), key=len)
