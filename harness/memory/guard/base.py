@@ -219,6 +219,18 @@ def entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
 
 
+_Starts = dict[str, tuple[str, ...]]
+
+
+def _by_first(starts: tuple[str, ...]) -> _Starts:
+    """``starts`` grouped by first character: ``low.startswith(d.get(low[i], ()), i)`` is
+    ``low.startswith(starts, i)`` while trying a handful of prefixes instead of all."""
+    grouped: dict[str, list[str]] = {}
+    for prefix in starts:
+        grouped.setdefault(prefix[:1], []).append(prefix)
+    return {first: tuple(group) for first, group in grouped.items()}
+
+
 class RuleSet:
     """Rules compiled for one pass: each anchor is looked up once for all rules that share it.
 
@@ -246,17 +258,19 @@ class RuleSet:
         self._automaton: Any = ahocorasick.Automaton()
         for table, whole in ((words, True), (stems, False), (unicode, False)):
             for anchor, ns in table.items():
-                here: list[tuple[int, tuple[str, ...] | None]] = []
-                back: list[tuple[int, tuple[str, ...] | None]] = []
+                here: list[tuple[int, _Starts | None]] = []
+                back: list[tuple[int, _Starts | None]] = []
                 for n in ns:
-                    starts = rules[n].starts or None
-                    if starts is None or anchor.startswith(starts):
+                    starts = rules[n].starts
+                    # "" would admit every start: then there is nothing to test
+                    by_first = _by_first(starts) if starts and "" not in starts else None
+                    if by_first is None or anchor.startswith(starts):
                         here.append((n, None))  # every start at this anchor passes
                     elif any(s.startswith(anchor) for s in starts):
-                        here.append((n, starts))  # passes when the text goes on right
+                        here.append((n, by_first))  # passes when the text goes on right
                     # else no start can begin with this anchor: no candidate at it
                     if rules[n].back_off:
-                        back.append((n, starts))
+                        back.append((n, by_first))
                 self._automaton.add_word(anchor, (len(anchor), whole, tuple(here), tuple(back)))
         self._anchored = bool(len(self._automaton))
         if self._anchored:
@@ -338,7 +352,7 @@ class RuleSet:
             for n, starts in here:
                 # a start the rule's own prefixes exclude can never match: drop it here
                 if (allowed is None or n in allowed) and (
-                    starts is None or low.startswith(starts, i)
+                    starts is None or low.startswith(starts.get(low[i], ()), i)
                 ):
                     add((i, n))
             if back:
@@ -346,7 +360,7 @@ class RuleSet:
                 for n, starts in back:
                     if allowed is None or n in allowed:
                         for e in earlier:
-                            if starts is None or low.startswith(starts, e):
+                            if starts is None or low.startswith(starts.get(low[e], ()), e):
                                 add((e, n))
         for start, n in sorted(candidates):
             rule = rules[n]

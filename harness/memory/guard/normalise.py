@@ -174,6 +174,8 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
                 if readable is not None and len(readable) >= 8:
                     yield readable, "base64", text.find(token)
                     break
+        if len(word) < 20:
+            continue  # a hex token is 20 digits or more
         for m in _HEX_TOKEN.finditer(word):
             readable = _readable(bytes.fromhex(m.group(1)))
             if readable is not None:
