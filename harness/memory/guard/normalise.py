@@ -186,9 +186,12 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
             yield unquoted, "url-encoded", text.index("%")
 
 
-def views(text: str) -> Iterator[View]:
-    """The views the secret rules read, cheapest first: cleaned, line-joined, then decoded."""
-    cleaned = fold_confusables(clean(text))
+def views(text: str, cleaned: str | None = None) -> Iterator[View]:
+    """The views the secret rules read, cheapest first: cleaned, line-joined, then decoded.
+
+    ``cleaned`` is ``clean(text)`` when the caller already has it (it is not computed twice).
+    """
+    cleaned = fold_confusables(clean(text) if cleaned is None else cleaned)
     origin = _identity if cleaned == text else _clean_origin(text)
     yield View(cleaned, "text", origin)
     if "\n" in cleaned:
