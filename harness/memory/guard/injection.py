@@ -95,6 +95,8 @@ def _narrowed(pattern: str, lead: str) -> tuple[tuple[str, str], ...]:
         assert "(?P<" not in pattern  # every named group must stay in every variant
         return by_first_letters(split_alternatives(pattern), "|".join)
     assert lead.startswith("(?:") and lead.endswith(")")
+    # narrowing ``lead`` is only sound where every match begins with it
+    assert all(a.removeprefix("\\b").startswith(lead) for a in split_alternatives(pattern))
     return by_first_letters(
         split_alternatives(lead[3:-1]),
         lambda alts: pattern.replace(lead, "(?:" + "|".join(alts) + ")"),
