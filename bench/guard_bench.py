@@ -1,19 +1,22 @@
 """Guard benchmark: catch rates on the corpus, cost per 1,000 characters, and detect-secrets.
 
     python -m bench.guard_bench            # writes bench/results/guard.json
+    python -m bench.guard_bench --no-detect-secrets   # the default guard only (and its baseline)
 
 Rates come from ``tests/data/guard`` (secrets, injection attempts, ordinary sentences). Cost is
 the median of several timed passes, per write and per 1,000 characters, for the corpus rows as
 they are (short writes, so a fixed cost per call dominates) and for ~1,000-character memories
 built from ordinary sentences. When ``detect-secrets`` is installed (``pip install
 detect-secrets``) it is measured the same way behind the same ``check`` interface, alone and
-combined with the default guard, so the choice between them rests on numbers.
+combined with the default guard, so the choice between them rests on numbers. Last, the guard
+is timed against the guard before the cost work (``tests/guard_oracle``), in the same process.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -150,8 +153,47 @@ def measure(name: str, guard: Any, corpora: dict[str, list[str]], repeats: int) 
         }
 
 
-def guards() -> Iterator[tuple[str, Any]]:
+def versus_baseline(texts: list[str], repeats: int) -> dict[str, Any] | None:
+    """The guard before the cost work (``tests/guard_oracle``) and now, passes interleaved.
+
+    Both run in this process over the same 1,000-character memories, alternating pass by pass,
+    so a change in the machine's load falls on both; the ratio is the figure to trust.
+    """
+    try:
+        from tests.guard_oracle import default_guard as baseline_guard
+    except ImportError:
+        print("tests/guard_oracle not importable (run from the repository root)")
+        return None
+    pair = {"baseline": baseline_guard(), "default_guard": default_guard()}
+    cands = [candidate(t) for t in texts]
+    chars = sum(len(t) for t in texts)
+    cpu: dict[str, list[float]] = {name: [] for name in pair}
+    wall: dict[str, list[float]] = {name: [] for name in pair}
+    load_before = os.getloadavg()[0]
+    for _ in range(repeats):
+        for name, guard in pair.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for c in cands:
+                with suppress(MemoryRejected):
+                    guard.check(c)
+            cpu[name].append(time.process_time() - start_cpu)
+            wall[name].append(time.perf_counter() - start)
+    per_1k = {n: statistics.median(v) / chars * 1e6 for n, v in cpu.items()}
+    wall_1k = {n: statistics.median(v) / chars * 1e6 for n, v in wall.items()}
+    return {
+        "what": "baseline = the guard before the cost work (tests/guard_oracle), same process",
+        "ms_per_1000_chars": {n: round(v, 4) for n, v in per_1k.items()},
+        "wall_ms_per_1000_chars": {n: round(v, 4) for n, v in wall_1k.items()},
+        "cpu_ratio": round(per_1k["default_guard"] / per_1k["baseline"], 3),
+        "wall_ratio": round(wall_1k["default_guard"] / wall_1k["baseline"], 3),
+        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
+
+
+def guards(detect_secrets: bool = True) -> Iterator[tuple[str, Any]]:
     yield "default_guard", default_guard()
+    if not detect_secrets:
+        return
     try:
         ds = DetectSecretsGuard()
     except ImportError:
@@ -170,6 +212,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS / "guard.json")
+    parser.add_argument(
+        "--no-detect-secrets",
+        dest="detect_secrets",
+        action="store_false",
+        help="skip the (slow) detect-secrets comparison",
+    )
     args = parser.parse_args()
     corpora = {name: load(name) for name in ("secrets", "injections", "ordinary")}
     result: dict[str, Any] = {
@@ -179,7 +227,7 @@ def main() -> None:
         "rules": len(RegexGuard().rules),
         "guards": {},
     }
-    for name, guard in guards():
+    for name, guard in guards(args.detect_secrets):
         result["guards"][name] = entry = measure(name, guard, corpora, args.repeats)
         r = entry["rates"]
         print(
@@ -187,6 +235,16 @@ def main() -> None:
             f"ordinary refused {r['ordinary']:.1%}  "
             f"{entry['cost_corpus_rows']['ms_per_write']:.3f} ms/write (rows), "
             f"{entry['cost_1000_char_memories']['ms_per_1000_chars']:.3f} ms/1k chars (1k memories)"
+        )
+    compared = versus_baseline(long_memories(corpora["ordinary"], 200), max(args.repeats, 7))
+    if compared is not None:
+        result["versus_baseline"] = compared
+        cost, wall = compared["ms_per_1000_chars"], compared["wall_ms_per_1000_chars"]
+        print(
+            f"{'baseline vs default_guard':28s} CPU {cost['baseline']:.3f} -> "
+            f"{cost['default_guard']:.3f} ms/1k chars (x{compared['cpu_ratio']}), wall "
+            f"{wall['baseline']:.3f} -> {wall['default_guard']:.3f} (x{compared['wall_ratio']}), "
+            f"load average {compared['load_average_1min']}"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -17,11 +17,18 @@ from typing import Any
 
 import ahocorasick
 
+from harness.memory.guard.normalise import long_words_of
+
 __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_random", "mask"]
 
 _PART = re.compile(r"[A-Za-z0-9]+")
 _WORDY = re.compile(r"[A-Z]?[a-z]{4,}")
 _KEYISH = re.compile(r"[0-9A-Z]")
+_SEPARATORS = re.compile(r"[-_/+.=]")
+# in ASCII text exactly the characters str.isupper / islower / isdigit accept
+_TWO_UPPER = re.compile(r"[A-Z][^A-Z]*[A-Z]")
+_TWO_LOWER = re.compile(r"[a-z][^a-z]*[a-z]")
+_TWO_DIGITS = re.compile(r"[0-9][^0-9]*[0-9]")
 
 
 class TextIndex:
@@ -45,12 +52,11 @@ class TextIndex:
         spans: list[tuple[int, int]] = []
         pos = 0
         text = self.text
-        for word in text.split():
-            if len(word) >= 12:
-                at = text.find(word, pos)
-                pos = at + len(word)
-                if _KEYISH.search(word, 1):
-                    spans.append((at, pos))
+        for word in long_words_of(text):
+            at = text.find(word, pos)
+            pos = at + len(word)
+            if _KEYISH.search(word, 1):
+                spans.append((at, pos))
         return spans
 
     @cached_property
@@ -70,6 +76,9 @@ class GuardRule:
     (``api_key`` found from ``key``). ``tokens`` limits the search to long words, and
     ``trigger`` (shared by many token rules) to the long words it matches. ``starts``
     (lower case) are the only prefixes a match can begin with: a cheap test before the pattern.
+    ``variants`` pair the first two lower-case characters of a start with the source of a smaller
+    pattern (same flags) that matches there exactly as ``pattern`` does: only the alternatives
+    that can begin so (see :mod:`harness.memory.guard.variants`). Each is compiled on first use.
     """
 
     rule: str
@@ -82,9 +91,11 @@ class GuardRule:
     tokens: bool = False
     trigger: re.Pattern[str] | None = None
     starts: tuple[str, ...] = ()
+    variants: tuple[tuple[str, str], ...] = ()
     _words: frozenset[str] = field(init=False, repr=False, compare=False)
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _variants: dict[str, re.Pattern[str] | str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         words = {a for a in self.anchors if a.isascii() and a.isalpha()}
@@ -95,6 +106,20 @@ class GuardRule:
         object.__setattr__(self, "_words", frozenset(words))
         object.__setattr__(self, "_stems", stems)
         object.__setattr__(self, "_unicode", unicode)
+        object.__setattr__(self, "_variants", dict(self.variants))
+
+    def pattern_for(self, start: str) -> re.Pattern[str]:
+        """The pattern to match where the text (lower-cased) begins with ``start``. Pure.
+
+        A variant when one is known for its first two characters, else ``pattern``.
+        """
+        found = self._variants.get(start[:2])
+        if found is None:
+            return self.pattern
+        if isinstance(found, str):
+            # compiled when first needed: most starts never occur, and compiling all costs time
+            found = self._variants[start[:2]] = re.compile(found, self.pattern.flags)
+        return found
 
     def find(self, text: str) -> re.Match[str] | None:
         """The first accepted match anywhere in ``text``, or None. Pure.
@@ -164,14 +189,23 @@ def mask(value: str) -> str:
 
 def looks_random(value: str, *, min_len: int = 20, classes: int = 3) -> bool:
     """True when ``value`` reads like generated key material, not a word, hash or identifier."""
-    core = re.sub(r"[-_/+.=]", "", value)
+    if len(value) < min_len:
+        return False  # the cheap test first: removing separators only makes it shorter
+    core = _SEPARATORS.sub("", value)
     if len(core) < min_len:
         return False
-    kinds = (
-        sum(c.isupper() for c in core) >= 2,
-        sum(c.islower() for c in core) >= 2,
-        sum(c.isdigit() for c in core) >= 2,
-    )
+    if core.isascii():  # the usual case: the same three counts, done by the regex engine
+        kinds = (
+            _TWO_UPPER.search(core) is not None,
+            _TWO_LOWER.search(core) is not None,
+            _TWO_DIGITS.search(core) is not None,
+        )
+    else:
+        kinds = (
+            sum(c.isupper() for c in core) >= 2,
+            sum(c.islower() for c in core) >= 2,
+            sum(c.isdigit() for c in core) >= 2,
+        )
     if sum(kinds) < classes:
         return False
     if sum(len(w) for w in _WORDY.findall(core)) > 0.5 * len(core):
@@ -183,6 +217,18 @@ def entropy(text: str) -> float:
     """Shannon entropy in bits per character. Pure."""
     n = len(text)
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+
+
+_Starts = dict[str, tuple[str, ...]]
+
+
+def _by_first(starts: tuple[str, ...]) -> _Starts:
+    """``starts`` grouped by first character: ``low.startswith(d.get(low[i], ()), i)`` is
+    ``low.startswith(starts, i)`` while trying a handful of prefixes instead of all."""
+    grouped: dict[str, list[str]] = {}
+    for prefix in starts:
+        grouped.setdefault(prefix[:1], []).append(prefix)
+    return {first: tuple(group) for first, group in grouped.items()}
 
 
 class RuleSet:
@@ -207,14 +253,28 @@ class RuleSet:
                 stems.setdefault(stem, []).append(n)
             for anchor in rule._unicode:
                 unicode.setdefault(anchor, []).append(n)
-        # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule
+        # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule;
+        # each anchor carries the rules that may match at it and those that back off from it
         self._automaton: Any = ahocorasick.Automaton()
         for table, whole in ((words, True), (stems, False), (unicode, False)):
             for anchor, ns in table.items():
-                self._automaton.add_word(anchor, (len(anchor), tuple(ns), whole))
-        if len(self._automaton):
+                here: list[tuple[int, _Starts | None]] = []
+                back: list[tuple[int, _Starts | None]] = []
+                for n in ns:
+                    starts = rules[n].starts
+                    # "" would admit every start: then there is nothing to test
+                    by_first = _by_first(starts) if starts and "" not in starts else None
+                    if by_first is None or anchor.startswith(starts):
+                        here.append((n, None))  # every start at this anchor passes
+                    elif any(s.startswith(anchor) for s in starts):
+                        here.append((n, by_first))  # passes when the text goes on right
+                    # else no start can begin with this anchor: no candidate at it
+                    if rules[n].back_off:
+                        back.append((n, by_first))
+                self._automaton.add_word(anchor, (len(anchor), whole, tuple(here), tuple(back)))
+        self._anchored = bool(len(self._automaton))
+        if self._anchored:
             self._automaton.make_automaton()
-        self._back_off = tuple(rule.back_off for rule in rules)
         self._vendor = tuple(r for r in rules if r.tokens and r.trigger is not None)
         self._generic = tuple(r for r in rules if r.tokens and r.trigger is None)
         self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)
@@ -275,34 +335,45 @@ class RuleSet:
     def _anchored_find(
         self, text: str, index: TextIndex, allow: Callable[[GuardRule], bool] | None
     ) -> tuple[GuardRule, re.Match[str]] | None:
-        low = index.lowered
-        back_off = self._back_off
-        candidates: set[tuple[int, int]] = set()
-        if not len(self._automaton):
+        if not self._anchored:
             return None
+        low = index.lowered
         size = len(low)
-        for end, (length, ns, whole) in self._automaton.iter(low):
+        rules = self.rules
+        allowed = self._allowed(allow)
+        candidates: set[tuple[int, int]] = set()
+        add = candidates.add
+        for end, (length, whole, here, back) in self._automaton.iter(low):
             i = end - length + 1
             if whole and (
                 (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
             ):
                 continue
-            earlier: list[int] | None = None
-            for n in ns:
-                candidates.add((i, n))
-                if back_off[n]:
-                    if earlier is None:
-                        earlier = _earlier_starts(text, i)
-                    for e in earlier:
-                        candidates.add((e, n))
-        rules = self.rules
+            for n, starts in here:
+                # a start the rule's own prefixes exclude can never match: drop it here
+                if (allowed is None or n in allowed) and (
+                    starts is None or low.startswith(starts.get(low[i], ()), i)
+                ):
+                    add((i, n))
+            if back:
+                earlier = _earlier_starts(text, i)
+                for n, starts in back:
+                    if allowed is None or n in allowed:
+                        for e in earlier:
+                            if starts is None or low.startswith(starts.get(low[e], ()), e):
+                                add((e, n))
         for start, n in sorted(candidates):
             rule = rules[n]
-            if (allow is not None and not allow(rule)) or (
-                rule.starts and not low.startswith(rule.starts, start)
-            ):
-                continue
-            m = rule.pattern.match(text, start)
+            pattern = rule.pattern
+            if rule._variants:
+                found = rule._variants.get(low[start : start + 2], pattern)
+                pattern = rule.pattern_for(low[start:]) if isinstance(found, str) else found
+            m = pattern.match(text, start)
             if m is not None and (rule.accept is None or rule.accept(m)):
                 return rule, m
         return None
+
+    def _allowed(self, allow: Callable[[GuardRule], bool] | None) -> frozenset[int] | None:
+        if allow is None:
+            return None
+        return frozenset(n for n, rule in enumerate(self.rules) if allow(rule))

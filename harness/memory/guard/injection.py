@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from harness.memory.guard.base import GuardRule
+from harness.memory.guard.variants import by_first_letters, split_alternatives
 
 __all__ = ["INJECTION_RULES", "aimed_at_reader"]
 
@@ -69,6 +70,7 @@ def _r(
     pattern: str,
     accept: Callable[[re.Match[str]], bool] | None = None,
     anchors: str = "",
+    narrow: str = "",
 ) -> GuardRule:
     return GuardRule(
         rule,
@@ -76,9 +78,28 @@ def _r(
         re.compile(pattern, _I | re.MULTILINE),
         accept,
         secret=False,
+        variants=_narrowed(pattern, narrow) if narrow else (),
         # "+" joins the words of a two-word anchor ("set+aside"): common words alone ("set",
         # "do", "no") would send the pattern to every occurrence
         anchors=tuple(a.replace("+", " ") for a in anchors.split()),
+    )
+
+
+def _narrowed(pattern: str, lead: str) -> tuple[tuple[str, str], ...]:
+    """Variants of ``pattern`` for each start (see ``GuardRule.variants``).
+
+    ``lead`` is ``"|"`` to narrow the top-level alternatives of ``pattern``, or a group
+    ``(?:a|b|...)`` with which every alternative of ``pattern`` begins: that group is narrowed.
+    """
+    if lead == "|":
+        assert "(?P<" not in pattern  # every named group must stay in every variant
+        return by_first_letters(split_alternatives(pattern), "|".join)
+    assert lead.startswith("(?:") and lead.endswith(")")
+    # narrowing ``lead`` is only sound where every match begins with it
+    assert all(a.removeprefix("\\b").startswith(lead) for a in split_alternatives(pattern))
+    return by_first_letters(
+        split_alternatives(lead[3:-1]),
+        lambda alts: pattern.replace(lead, "(?:" + "|".join(alts) + ")"),
     )
 
 
@@ -162,6 +183,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             "ignore disregard forget override bypass skip discard drop abandon erase wipe "
             "neglect set+aside throw+out pay+no do+not don't dont stop+follow stop+obey no+longer"
         ),
+        narrow=_VERB,
     ),
     _r(
         "injection_ignore",
@@ -185,6 +207,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             "programming training settings message messages context conversation input "
             "inputs configuration content treat consider regard read "
         ),
+        narrow="|",
     ),
     _r(
         "injection_role",
@@ -202,6 +225,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             "you from+now pretend imagine act+as role roleplay behave+as enter activate enable "
             "switch+to jailbreak do+anything developer+mode"
         ),
+        narrow="|",
     ),
     _r(
         "injection_header",
@@ -245,6 +269,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             "do+not don't dont never silently secretly covertly quietly without always+obey "
             "this+memory this+note this+message this+instruction overrides override above+any"
         ),
+        narrow="|",
     ),
     # --- other languages: verb + "previous" + "instructions", or a role takeover ---------------
     _r(
@@ -283,6 +308,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             "игнорируй проигнорируй забудь не 이전 위 앞 기존 지금까지 모든 앞서 以前 上記 これまで 前 先ほど 今まで 上 既存 "
             "全て すべて 忽略 无视 忘记 忘掉 不要 忽视 無視 忘記 不理 "
         ),
+        narrow="|",
     ),
     _r(
         "injection_role",
@@ -298,6 +324,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             "du sie tu vous eres você sei ты ahora partir agora ora теперь 지금부터 이제부터 이제 앞으로 "
             "너는 당신은 넌 今から これから 今後 あなた 君 从现在 現在開始 现在 你现在 "
         ),
+        narrow="|",
     ),
     _r(
         "injection_exfiltrate",
@@ -311,5 +338,6 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
             "verrat* zeig* gib révèle* affiche* montre* revela* muestra* revele* mostre* "
             "rivela* mostra* 시스템 システムプロンプト 系统提示 系統提示 输出 泄露 显示 告诉我 "
         ),
+        narrow="|",
     ),
 )

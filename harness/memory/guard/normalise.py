@@ -13,8 +13,17 @@ import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
-__all__ = ["View", "clean", "decoded_views", "fold_confusables", "joined_lines", "views"]
+__all__ = [
+    "View",
+    "clean",
+    "decoded_views",
+    "fold_confusables",
+    "joined_lines",
+    "long_words_of",
+    "views",
+]
 
 # Zero-width, joiners, word joiner, BOM, soft hyphen and every bidi control: invisible to a reader.
 _INVISIBLE = dict.fromkeys(
@@ -61,6 +70,13 @@ def _identity(i: int) -> int:
 
 _HAS_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
 _HAS_CONFUSABLE = re.compile("[\u0370-\u03ff\u0400-\u052f]")
+
+
+@lru_cache(maxsize=8)
+def long_words_of(text: str) -> list[str]:
+    """The whitespace-free words of 12+ characters, in order; shared by the token rules and
+    the decoded views, which read the same text one after the other (do not mutate). Pure."""
+    return [w for w in text.split() if len(w) >= 12]
 
 
 def clean(text: str) -> str:
@@ -140,7 +156,7 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
     ordinary identifiers produce no view.
     """
     # tokens only live in long whitespace-free words: look nowhere else (this runs on every write)
-    long_words = [w for w in text.split() if len(w) >= 16]
+    long_words = [w for w in long_words_of(text) if len(w) >= 16]
     for word in long_words:
         for m in _B64_TOKEN.finditer(word):
             token = m.group()
@@ -158,6 +174,8 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
                 if readable is not None and len(readable) >= 8:
                     yield readable, "base64", text.find(token)
                     break
+        if len(word) < 20:
+            continue  # a hex token is 20 digits or more
         for m in _HEX_TOKEN.finditer(word):
             readable = _readable(bytes.fromhex(m.group(1)))
             if readable is not None:
@@ -168,9 +186,12 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
             yield unquoted, "url-encoded", text.index("%")
 
 
-def views(text: str) -> Iterator[View]:
-    """The views the secret rules read, cheapest first: cleaned, line-joined, then decoded."""
-    cleaned = fold_confusables(clean(text))
+def views(text: str, cleaned: str | None = None) -> Iterator[View]:
+    """The views the secret rules read, cheapest first: cleaned, line-joined, then decoded.
+
+    ``cleaned`` is ``clean(text)`` when the caller already has it (it is not computed twice).
+    """
+    cleaned = fold_confusables(clean(text) if cleaned is None else cleaned)
     origin = _identity if cleaned == text else _clean_origin(text)
     yield View(cleaned, "text", origin)
     if "\n" in cleaned:

@@ -77,15 +77,19 @@ class RegexGuard:
         """The first finding in one text, or None. Pure."""
         if len(text) < 6:
             return None  # too short to hold a credential or an instruction
-        for view in views(text):
+        unfolded = clean(text)
+        folded = ""
+        for view in views(text, unfolded):
             allow = _token_shapes_only if view.how == "joined lines" else None
             hit = self._compiled.find(view.text, allow)
             if hit is not None:
                 rule, m = hit
                 return _finding(rule, m.group(), view.origin(m.start()), view.how, field)
-        # injections in non-Latin scripts must be read before look-alike folding
-        unfolded = clean(text)
-        if not unfolded.isascii():
+            if view.how == "text":
+                folded = view.text
+        # injections in non-Latin scripts must be read before look-alike folding; when folding
+        # changed nothing, every rule has already read this very text and found nothing
+        if not unfolded.isascii() and unfolded != folded:
             hit = self._compiled.find(unfolded, _injections_only)
             if hit is not None:
                 rule, m = hit

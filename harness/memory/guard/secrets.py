@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
 
 from harness.memory.guard.base import GuardRule, looks_random
+from harness.memory.guard.variants import by_first_letters
 from harness.memory.guard.vendors import VENDOR_RULES
 
 __all__ = ["SECRET_RULES", "looks_random"]
@@ -32,25 +34,55 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# The label alternatives, in the order the pattern tries them. Each begins with a literal head,
+# so a start's first two letters tell which of them can match there (see ``variants``).
 _STRONG = (
-    r"pass(?:word|wd|wort|phrase|code)?|pwd|pw|secret|kennwort|mot de passe|mdp|contrase[ñn]a|senha|clave|"
-    r"pin|비밀번호|암호|패스워드|비번|パスワード|暗証番号|密码|口令|密碼|mật khẩu|пароль"
-)
+    r"pass(?:word|wd|wort|phrase|code)?", "pwd", "pw", "secret", "kennwort", "mot de passe", "mdp",
+    r"contrase[ñn]a", "senha", "clave", "pin", "비밀번호", "암호", "패스워드", "비번", "パスワード",
+    "暗証番号", "密码", "口令", "密碼", "mật khẩu", "пароль",
+)  # fmt: skip
 _WEAK = (
-    r"(?:api|access|secret|private|signing|encryption|master|account|app|client|auth|service|license|deploy)"
-    r"[_\-. ]?key|apikey|token|auth|login|credentials?|api[- ]?schl[üu]ssel|(?:geheimer )?schl[üu]ssel|zugangsdaten|"
-    r"cl[ée](?: api| secr[èe]te| d'api)?|jeton(?: d'acc[èe]s)?|identifiants|clave (?:api|secreta|de api)|"
-    r"token de ac(?:ceso|esso)|chave(?: de api| secreta)?|api ?키|키|토큰|시크릿|api ?キー|キー|トークン|"
-    r"アクセストークン|秘密鍵|シークレット|api ?密钥|密钥|秘钥|令牌|访问令牌"
-)
+    *(
+        rf"{word}[_\-. ]?key"
+        for word in str.split(  # in this order: the pattern tries them so
+            "api access secret private signing encryption master account app client auth service "
+            "license deploy"
+        )
+    ),
+    "apikey", "token", "auth", "login", "credentials?", r"api[- ]?schl[üu]ssel",
+    r"geheimer schl[üu]ssel", r"schl[üu]ssel", "zugangsdaten", r"cl[ée](?: api| secr[èe]te| d'api)?",
+    r"jeton(?: d'acc[èe]s)?", "identifiants", r"clave (?:api|secreta|de api)",
+    r"token de ac(?:ceso|esso)", r"chave(?: de api| secreta)?", "api ?키", "키", "토큰", "시크릿",
+    "api ?キー", "キー", "トークン", "アクセストークン", "秘密鍵", "シークレット", "api ?密钥", "密钥", "秘钥",
+    "令牌", "访问令牌",
+)  # fmt: skip
 _SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d))?"
 _COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
-_LABELLED = re.compile(
-    rf"(?P<label>(?P<strong>{_STRONG})|(?P<weak>{_WEAK})){_SUFFIX}(?P<close>['\"\]]?)"
-    rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
-    rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))",
-    _I,
-)
+
+
+def _labelled(strong: Iterable[str], weak: Iterable[str]) -> str:
+    """The labelled-value pattern over the given label alternatives ("(?!)": none)."""
+    return (
+        rf"(?P<label>(?P<strong>{'|'.join(strong) or '(?!)'})|(?P<weak>{'|'.join(weak) or '(?!)'}))"
+        rf"{_SUFFIX}(?P<close>['\"\]]?)"
+        rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
+        rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))"
+    )
+
+
+_LABELLED = re.compile(_labelled(_STRONG, _WEAK), _I)
+
+
+def _label_variants() -> tuple[tuple[str, str], ...]:
+    # narrowing keeps each label in its own group (strong or weak), in its place
+    def build(labels: list[str]) -> str:
+        kept = set(labels)
+        return _labelled([a for a in _STRONG if a in kept], [a for a in _WEAK if a in kept])
+
+    assert not set(_STRONG) & set(_WEAK)
+    return by_first_letters((*_STRONG, *_WEAK), build)
+
+
 _PLACEHOLDER = re.compile(
     r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
     r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
@@ -77,6 +109,11 @@ _PROSE = _words(
 )
 
 
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_USER_LABEL = re.compile(r"(?:credentials?|login|zugangsdaten|identifiants)")
+_UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
+
+
 def _code_like(m: re.Match[str]) -> bool:
     """Whether the label is written as a config key or flag (``DB_PASSWORD``, ``"apiKey"``, ``--pass``)."""
     text = m.string
@@ -92,7 +129,7 @@ def _code_like(m: re.Match[str]) -> bool:
         or "_" in name
         or "." in name
         or (name.isupper() and len(name) > 3)
-        or re.search(r"[a-z][A-Z]", name) is not None
+        or _CAMEL.search(name) is not None
     )
 
 
@@ -107,27 +144,23 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     if quote and quote in value:
         value = value[: value.index(quote)]
     value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
-    if not value or _PLACEHOLDER.search(value) or len(set(value)) == 1:
-        return False
     sep = (m.group("sep") or "").strip()
     strong = m.group("strong") is not None
-    between = m.group("between")
     spaced = not sep
+    if spaced and (quote or not strong) and len(value) < 16:
+        return False  # "key rotation": the common case, decided before the costlier tests
+    if not value or _PLACEHOLDER.search(value) or len(set(value)) == 1:
+        return False
+    between = m.group("between")
     if spaced and (quote or not strong):
         spaced_ok = looks_random(value, min_len=16, classes=2)
         return spaced_ok
     if between and sep in {":", "=", "："}:
         between = ""  # "password for prod: x" reads like a label all the same
-    letters_only = value.replace("-", "").replace("_", "").isalpha()
-    mixed = (
-        any(c.isdigit() for c in value)
-        + any(c in _SYMBOLS for c in value)
-        + (value != value.lower() and value != value.upper())
-    )
     label = m.group("label").lower()
-    if _code_like(m) and sep in {":", "=", "=>", ":=", "：", "=="}:
+    if sep in {":", "=", "=>", ":=", "：", "=="} and _code_like(m):
         return len(value) >= 3 and value.lower() not in _PROSE
-    if not strong and re.match(r"(?:credentials?|login|zugangsdaten|identifiants)", label):
+    if not strong and _USER_LABEL.match(label):
         # "credentials: admin / hunter2" or "login: root/toor1" names a user, then the password
         pair = re.match(r"\s*[/:]\s*(\S{4,})", text[m.end("value") :]) or re.fullmatch(
             r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]+[/:]([^/\s]{4,})", value
@@ -141,6 +174,12 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return looks_random(value, min_len=12, classes=2) or (
             bool(quote) and len(value) >= 16 and len(set(value)) >= 8
         )
+    letters_only = value.replace("-", "").replace("_", "").isalpha()
+    mixed = (
+        any(c.isdigit() for c in value)
+        + any(c in _SYMBOLS for c in value)
+        + (value != value.lower() and value != value.upper())
+    )
     if label == "pin":
         return value.isdigit() and len(value) >= 4 and sep in {":", "=", "：", "is"}
     if value.isdigit():
@@ -220,6 +259,7 @@ _LABEL_RULE = GuardRule(
         ],
     ),
     back_off=True,
+    variants=_label_variants(),
     starts=tuple(
         _words(
             "pass pwd pw secret kennwort mot mdp contrase senha clave pin api access private signing "
@@ -234,6 +274,7 @@ _LABEL_RULE = GuardRule(
 
 # --- unlabelled high-entropy tokens --------------------------------------------------------------
 
+_TOKEN_PARTS = re.compile(r"[_\-.]")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-=]{20,}")
 
 
@@ -248,10 +289,10 @@ def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
     if _HEX.issuperset(token):
         return False  # hashes, commit ids, UUIDs, trace ids
-    if token.count("/") >= 2 and not re.search(r"[A-Z0-9]", token.replace("/", "")[:8]):
+    if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
         return False  # a path
     # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
-    core = max(re.split(r"[_\-.]", token), key=len)
+    core = max(_TOKEN_PARTS.split(token), key=len)
     if not (
         looks_random(core, min_len=20, classes=3)
         and (len(core) >= 24 or sum(c.isdigit() for c in core) >= 3)

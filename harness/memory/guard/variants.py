@@ -1,0 +1,117 @@
+"""Smaller patterns for known starts: only the alternatives that can begin with given letters.
+
+A rule's pattern runs at many anchor positions; at each, the regex engine tries every top-level
+alternative in turn. When the text there starts with, say, ``ig``, an alternative whose literal
+head is ``olvid`` cannot match, and leaving it out changes no match: the remaining alternatives
+keep their order, so the first match found is the same. :func:`by_first_letters` builds such a
+pattern for every two-letter start the heads allow (see ``GuardRule.variants``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+__all__ = ["by_first_letters", "heads", "split_alternatives"]
+
+_META = "\\[](){}?*+|.^$"
+_ZERO_WIDTH = ("\\b", "^")
+
+
+def split_alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a regex source (``a|(?:b|c)d`` -> ``a``, ``(?:b|c)d``)."""
+    parts: list[str] = []
+    depth = 0
+    in_class = False
+    last = i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "^":
+                i += 1
+            if pattern[i + 1 : i + 2] == "]":
+                i += 1  # a "]" first in a class is a member, not its end
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(pattern[last:i])
+            last = i + 1
+        i += 1
+    parts.append(pattern[last:])
+    return parts
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """Index just past the group opening at ``start``."""
+    depth = 0
+    in_class = False
+    i = start
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "]":
+                i += 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise ValueError(f"unbalanced group in {pattern!r}")
+
+
+def heads(alternative: str) -> set[str]:
+    """Lower-case literal texts one of which begins every match of ``alternative``.
+
+    ``""`` (compatible with any start) whenever the beginning is not a plain literal or a
+    non-capturing group of them; that only costs speed, never a match.
+    """
+    while alternative.startswith(_ZERO_WIDTH):
+        alternative = alternative[2:] if alternative.startswith("\\b") else alternative[1:]
+    if alternative.startswith("(?:"):
+        end = _group_end(alternative, 0)
+        if alternative[end : end + 1] in ("?", "*", "{"):
+            return {""}  # an optional group: the match may begin after it
+        found: set[str] = set()
+        for sub in split_alternatives(alternative[3 : end - 1]):
+            found |= heads(sub)
+        return found
+    literal = re.match(r"[^" + re.escape(_META) + r"]*", alternative)
+    head = literal.group() if literal else ""
+    if alternative[len(head) : len(head) + 1] in ("?", "*", "{"):
+        head = head[:-1]  # the quantifier makes the last character optional
+    return {head.lower()}
+
+
+def by_first_letters(
+    alternatives: Sequence[str], build: Callable[[list[str]], str]
+) -> tuple[tuple[str, str], ...]:
+    """``(first two letters, pattern of the alternatives that can begin so)`` for each start.
+
+    ``build`` writes a subset of ``alternatives`` (in their order) into the full pattern's source.
+    A start whose letters no head begins with gets no entry: the whole pattern runs there.
+    """
+    found = {alt: heads(alt) for alt in alternatives}
+    keys = {h[:2] for hs in found.values() for h in hs if len(h) >= 2}
+
+    def fits(alt: str, key: str) -> bool:
+        return any(h.startswith(key) or key.startswith(h) for h in found[alt])
+
+    return tuple(
+        (key, build([alt for alt in alternatives if fits(alt, key)])) for key in sorted(keys)
+    )
