@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
 from harness.clock import FixedClock
@@ -20,6 +21,11 @@ from harness.memory.embedder import Embedder, load_embedder
 from harness.memory.migrate import upgrade_to_head
 from harness.memory.store import MemoryStore, normalize_url
 from harness.settings import Settings
+
+# Speed is measured in bench/, not asserted by tests: a per-example deadline only turns a busy
+# shared machine into a failure. Each test's own max_examples/stateful settings still apply.
+hypothesis_settings.register_profile("harness", deadline=None)
+hypothesis_settings.load_profile("harness")
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
