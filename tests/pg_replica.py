@@ -107,9 +107,14 @@ class ReplicatedServer:
     def resume_replay(self) -> None:
         self.on_replica("SELECT pg_wal_replay_resume()")
 
-    def wait_caught_up(self, timeout_s: float = 10.0) -> None:
-        """Until the replica has replayed everything the primary wrote so far."""
-        target = self.on_primary("SELECT pg_current_wal_insert_lsn()::text")
+    def wait_caught_up(self, timeout_s: float = 60.0) -> None:
+        """Until the replica has replayed everything the primary wrote so far.
+
+        The flush position, not the insert one: when the last record ends at a page boundary
+        the insert position already points past the next page's header, which nothing replays
+        until the primary writes again. The bound is generous for a loaded CI machine.
+        """
+        target = self.on_primary("SELECT pg_current_wal_flush_lsn()::text")
         deadline = time.monotonic() + timeout_s
         while not self.on_replica(f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"):
             if time.monotonic() > deadline:
