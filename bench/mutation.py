@@ -54,7 +54,7 @@ MODULES: dict[str, Target] = {
             "tests/test_recall_accounting.py",
             "tests/test_recall_explain.py",
             "tests/test_render_boundary.py",
-            "tests/test_recall_assembly_mutants.py",
+            "tests/test_recall_assembly_detail.py",
         ),
     ),
     "ranking": Target(
@@ -88,13 +88,7 @@ MODULES: dict[str, Target] = {
             "harness.memory.sql.recall.x_readable_filter*",
             "harness.memory.sql.recall.x_readable_params*",
         ),
-        (
-            "tests/test_readable_boundaries.py",
-            "tests/test_recall_store.py",
-            "tests/test_tenant_isolation_paths.py",
-            "-m",
-            "not subprocess and not model",
-        ),
+        ("tests/test_readable_filter.py",),
         database=True,
     ),
 }

@@ -1,0 +1,137 @@
+"""The readable-set filter (SPEC section 5 step 1) as a statement, against an oracle.
+
+A grid of rows (two tenants x every scope x scope ids that name each other's scopes x every
+status x expiry around ``now``) is inserted once; the filter of every shape (with and without
+workflow and session) must select exactly the rows the rule admits. The connection is a
+superuser's, which bypasses row-level security: the filter alone decides. Fast enough to be
+the test selection of the filter's mutation run (docs/mutation.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from harness.memory.schema import memories
+from harness.memory.sql.recall import readable_filter, readable_params
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+TICK = timedelta(microseconds=1)
+SCOPES = ("platform", "user", "workflow", "session")
+#: Every scoped row gets every id, so an id of one scope never reads as another's (platform
+#: rows have the empty id: the schema admits no other).
+SCOPE_IDS = ("alice", "bob", "wf-1", "wf-2", "s-1", "s-2")
+STATUSES = ("active", "pending_approval", "rejected", "superseded")
+EXPIRIES = (None, NOW - TICK, NOW, NOW + TICK)
+
+SCOPED = [("platform", ""), *((s, i) for s in SCOPES[1:] for i in SCOPE_IDS)]
+
+Row = tuple[uuid.UUID, str, str, str, str, datetime | None]
+
+
+def grid(tenants: tuple[str, str]) -> list[Row]:
+    return [
+        (uuid.uuid4(), tenant, scope, scope_id, status, expires)
+        for tenant, (scope, scope_id), status, expires in itertools.product(
+            tenants, SCOPED, STATUSES, EXPIRIES
+        )
+    ]
+
+
+def admitted(
+    row: Row, tenant: str, user: str, workflow: str | None, session: str | None, now: datetime
+) -> bool:
+    """The rule, written plainly."""
+    _, t, scope, scope_id, status, expires = row
+    if t != tenant or status != "active" or (expires is not None and expires <= now):
+        return False
+    return (
+        (scope == "platform" and scope_id == "")
+        or (scope == "user" and scope_id == user)
+        or (scope == "workflow" and workflow is not None and scope_id == workflow)
+        or (scope == "session" and session is not None and scope_id == session)
+    )
+
+
+@pytest.fixture
+def seeded(db_url: str, tenant: str, other_tenant: str) -> Iterator[tuple[sa.Engine, list[Row]]]:
+    engine = sa.create_engine(db_url)
+    rows = grid((tenant, other_tenant))
+    with engine.begin() as conn:
+        conn.execute(
+            memories.insert(),
+            [
+                {
+                    "id": rid,
+                    "tenant": t,
+                    "scope": scope,
+                    "scope_id": scope_id,
+                    "kind": "fact",
+                    "content": f"{scope} {scope_id} {status}",
+                    "status": status,
+                    "origin": "api",
+                    "created_at": NOW - timedelta(days=1),
+                    "expires_at": expires,
+                    "fingerprint": rid.hex,
+                }
+                for rid, t, scope, scope_id, status, expires in rows
+            ],
+        )
+    try:
+        yield engine, rows
+    finally:
+        with engine.begin() as conn:
+            conn.execute(memories.delete().where(memories.c.tenant.in_([tenant, other_tenant])))
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("user", "workflow", "session"),
+    [
+        ("alice", None, None),
+        ("alice", "wf-1", None),
+        ("alice", None, "s-1"),
+        ("bob", "wf-2", "s-2"),
+        ("alice", "", ""),  # empty ids mean "no such scope"
+    ],
+)
+def test_the_filter_selects_exactly_the_readable_rows(
+    seeded: tuple[sa.Engine, list[Row]],
+    tenant: str,
+    user: str,
+    workflow: str | None,
+    session: str | None,
+) -> None:
+    engine, rows = seeded
+    where = readable_filter(has_workflow=bool(workflow), has_session=bool(session))
+    params = readable_params(tenant, user, workflow, session, NOW)
+    with engine.connect() as conn:
+        got = set(conn.execute(sa.select(memories.c.id).where(where), params).scalars())
+    want = {
+        row[0]
+        for row in rows
+        if admitted(row, tenant, user, workflow or None, session or None, NOW)
+    }
+    assert got == want
+    assert want  # the grid holds readable rows of every shape
+
+
+def test_params_name_only_the_scopes_given() -> None:
+    assert readable_params("t", "u", None, None, NOW) == {
+        "r_tenant": "t",
+        "r_user": "u",
+        "r_now": NOW,
+    }
+    assert readable_params("t", "u", "wf", "s", NOW) == {
+        "r_tenant": "t",
+        "r_user": "u",
+        "r_now": NOW,
+        "r_workflow": "wf",
+        "r_session": "s",
+    }
+    assert readable_params("t", "u", "", "", NOW) == readable_params("t", "u", None, None, NOW)
