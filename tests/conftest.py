@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import settings
 from sqlalchemy.engine import make_url
 
 from harness.clock import FixedClock
@@ -22,6 +23,12 @@ from harness.memory.store import MemoryStore, normalize_url
 from harness.settings import Settings
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+# Under mutation testing (bench/mutation.py sets HARNESS_MUTATION) every mutant must meet the
+# same examples, and a loaded machine must not turn a slow example into a "killed" mutant.
+settings.register_profile("mutation", deadline=None, derandomize=True, database=None)
+if os.environ.get("HARNESS_MUTATION"):
+    settings.load_profile("mutation")
 
 
 class HashEmbedder:
