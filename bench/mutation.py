@@ -245,9 +245,32 @@ def summarise(label: str) -> dict[str, object]:
     }
 
 
+#: mutmut's exit codes of a mutant no test failed on: survived (0), no tests (5, 33).
+_UNDETECTED_CODES = {0, 5, 33}
+
+
+def retest_survivors(where: Path) -> int:
+    """Forget the verdicts of survivors so this run tests them again; return how many.
+
+    mutmut keeps a verdict while the mutated function is unchanged, even when a test written
+    since would now kill the mutant; survivors are few, so re-testing them is cheap.
+    """
+    reset = 0
+    for meta in (where / "mutants").rglob("*.meta"):
+        data = json.loads(meta.read_text())
+        codes: dict[str, int | None] = data.get("exit_code_by_key", {})
+        for key, code in codes.items():
+            if code in _UNDETECTED_CODES:
+                codes[key] = None
+                reset += 1
+        meta.write_text(json.dumps(data))
+    return reset
+
+
 def run_module(label: str, max_children: int, env: dict[str, str]) -> int:
     """Run mutmut on one module in its scratch copy (niced: it shares the machine)."""
     where = prepare(label)
+    retest_survivors(where)
     command = [
         "nice",
         "-n",

@@ -124,3 +124,22 @@ def test_extended_appends_rules_and_leaves_the_original_alone() -> None:
         3,
         mask(".corp.internal"),
     )
+
+
+def test_joining_lines_does_not_make_one_random_token_of_two_short_codes() -> None:
+    """Lines are joined to find a token split by a line break, and there only token shapes
+    count: two short codes on adjacent lines are not one random-looking key."""
+    assert GUARD.scan("codes aB3dE5gH7jK9\nmN1pQ3rS5tU7 end") is None
+    assert GUARD.scan("ref aB3dE5gH7jK9x2\nmN1pQ3rS5tU7wZ8 end") is None
+    split = f"push with {TOKEN[:20]}\n{TOKEN[20:]} today"
+    found = GUARD.scan(split)
+    assert found is not None
+    assert (found.rule, found.position, found.view) == ("github_token", 10, "joined lines")
+
+
+def test_a_quoted_excerpt_is_cut_at_sixty_characters() -> None:
+    catch_all = RegexGuard((GuardRule("anything", "any text", re.compile(r"\S+"), secret=False),))
+    found = catch_all.scan("y" * 100, field="key")
+    assert found is not None
+    assert (found.rule, found.reason, found.field) == ("anything", "any text", "key")
+    assert found.excerpt == repr("y" * 60)

@@ -134,3 +134,45 @@ def test_params_name_only_the_scopes_given() -> None:
         "r_session": "s",
     }
     assert readable_params("t", "u", "", "", NOW) == readable_params("t", "u", None, None, NOW)
+
+
+def test_expiry_compares_instants_whatever_the_sessions_time_zone(
+    seeded: tuple[sa.Connection, list[Row], str],
+) -> None:
+    """At 01:30 on the night New York turns its clocks back, a local time names two instants:
+    a comparison made without the time zone would move ``now`` by an hour."""
+    conn, _, tenant = seeded
+    now = datetime(2026, 11, 1, 5, 30, tzinfo=UTC)  # 01:30 EDT, the first of the two
+    owner = f"{tenant}-dst"
+    rows = {
+        "later": now + timedelta(minutes=30),
+        "just after": now + TICK,
+        "earlier": now - timedelta(minutes=30),
+    }
+    ids = {name: uuid.uuid4() for name in rows}
+    conn.execute(
+        memories.insert(),
+        [
+            {
+                "id": ids[name],
+                "tenant": owner,
+                "scope": "platform",
+                "scope_id": "",
+                "status": "active",
+                "expires_at": expires,
+            }
+            for name, expires in rows.items()
+        ],
+    )
+    where = readable_filter(has_workflow=False, has_session=False)
+    conn.execute(sa.text("SET TIME ZONE 'America/New_York'"))
+    try:
+        got = set(
+            conn.execute(
+                sa.select(memories.c.id).where(where),
+                readable_params(owner, "alice", None, None, now),
+            ).scalars()
+        )
+    finally:
+        conn.execute(sa.text("RESET TIME ZONE"))
+    assert got == {ids["later"], ids["just after"]}

@@ -167,6 +167,9 @@ def test_an_incomplete_recall_logs_the_missing_constraints_and_strict_raises(
     with caplog.at_level(logging.DEBUG, logger="harness.memory.recall"):
         r = assemble(cands, **limits)  # type: ignore[arg-type]
     assert not r.complete
+    assert r.explain().splitlines()[-1] == (
+        "INCOMPLETE: a constraint could not be placed in the context"
+    )
     assert [rec.getMessage() for rec in caplog.records] == [
         f"recall incomplete: 1 constraint(s) could not be placed: {huge.id}"
     ]
