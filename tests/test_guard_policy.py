@@ -58,6 +58,7 @@ def test_a_rejection_carries_the_finding() -> None:
     c = cand(f"push with {TOKEN} today")
     finding = GUARD.scan(c.content)
     assert finding is not None
+    assert finding.field == "content"  # the default field name of a bare text
     with pytest.raises(MemoryRejected) as caught:
         GUARD.check(c)
     err = caught.value
