@@ -26,7 +26,9 @@ T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 # Under mutation testing (bench/mutation.py sets HARNESS_MUTATION) every mutant must meet the
 # same examples, and a loaded machine must not turn a slow example into a "killed" mutant.
-settings.register_profile("mutation", deadline=None, derandomize=True, database=None)
+settings.register_profile(
+    "mutation", deadline=None, derandomize=True, database=None, max_examples=30
+)
 if os.environ.get("HARNESS_MUTATION"):
     settings.load_profile("mutation")
 
