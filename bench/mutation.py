@@ -127,6 +127,42 @@ EQUIVALENT: dict[str, str] = {
     "harness.recallset.core.xǁRecallSetǁ_push__mutmut_9": (
         "compaction threshold 4n+65: a later rebuild; stale entries are skipped when popped anyway"
     ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_4": (
+        "platform branch without its scope test: the schema's CHECK scope_id makes an empty scope id mean platform"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_5": (
+        "platform branch without its empty-id test: the schema's CHECK scope_id gives every platform row the empty id"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_16": (
+        "r_user without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_18": (
+        "r_user without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_29": (
+        "r_workflow without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_31": (
+        "r_workflow without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_42": (
+        "r_session without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_44": (
+        "r_session without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_57": (
+        "r_tenant without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_59": (
+        "r_tenant without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_69": (
+        "r_now without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.sql.recall.x_readable_filter__mutmut_71": (
+        "r_now without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
 }
 WORK = ROOT / "bench" / ".work" / "mutation"
 #: What a scratch copy holds besides pyproject.toml (the tests import the adapter; the
