@@ -289,9 +289,13 @@ def retest_survivors(where: Path) -> int:
     """Forget the verdicts of survivors so this run tests them again; return how many.
 
     mutmut keeps a verdict while the mutated function is unchanged, even when a test written
-    since would now kill the mutant; survivors are few, so re-testing them is cheap.
+    since would now kill the mutant; survivors are few, so re-testing them is cheap. The map of
+    which tests reach which function is dropped too (mutmut only adds tests with new names).
     """
     reset = 0
+    # Which tests reach which function is recorded once; a test that gained an assertion
+    # keeps its name, so collect it again (one run of the selected tests).
+    (where / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     for meta in (where / "mutants").rglob("*.meta"):
         data = json.loads(meta.read_text())
         codes: dict[str, int | None] = data.get("exit_code_by_key", {})
