@@ -159,23 +159,40 @@ def test_losers_are_reported_in_the_order_of_the_rule() -> None:
 def test_an_incomplete_recall_logs_the_missing_constraints_and_strict_raises(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    small = memory(1, Scope.PLATFORM, Kind.CONSTRAINT, "fits")
+    """Only constraints that could not be placed are named; a constraint that lost its key
+    group to a broader one is not missing (it does not apply)."""
+    small = memory(1, Scope.PLATFORM, Kind.CONSTRAINT, "fits", key="k")
     huge = memory(2, Scope.USER, Kind.CONSTRAINT, "z" * 300)
-    pref = memory(3, Scope.USER, Kind.PREFERENCE, "p" * 300)
-    cands = [Candidate(small), Candidate(huge), Candidate(pref)]
+    loser = memory(3, Scope.USER, Kind.CONSTRAINT, "overridden", key="k")
+    huge2 = memory(4, Scope.USER, Kind.CONSTRAINT, "w" * 300)
+    pref = memory(5, Scope.USER, Kind.PREFERENCE, "p" * 300)
+    cands = [Candidate(m) for m in (small, huge, loser, huge2, pref)]
     limits = {"budget_chars": 1000, "max_items": 10, "max_item_chars": 100}
     with caplog.at_level(logging.DEBUG, logger="harness.memory.recall"):
         r = assemble(cands, **limits)  # type: ignore[arg-type]
     assert not r.complete
+    assert [o.memory_id for o in r.omitted] == [loser.id, huge.id, huge2.id, pref.id]
     assert r.explain().splitlines()[-1] == (
         "INCOMPLETE: a constraint could not be placed in the context"
     )
     assert [rec.getMessage() for rec in caplog.records] == [
-        f"recall incomplete: 1 constraint(s) could not be placed: {huge.id}"
+        f"recall incomplete: 2 constraint(s) could not be placed: {huge.id}, {huge2.id}"
     ]
     with pytest.raises(IncompleteRecall) as caught:
         assemble(cands, strict=True, **limits)  # type: ignore[arg-type]
-    assert str(caught.value) == f"constraints could not be placed: [{huge.id!r}]"
+    assert str(caught.value) == f"constraints could not be placed: [{huge.id!r}, {huge2.id!r}]"
+
+
+def test_full_ties_are_broken_by_id_whatever_the_input_order() -> None:
+    same = [memory(n, Scope.USER, Kind.FACT, f"fact {n}") for n in (7, 3, 5)]
+    for ordering in (same, same[::-1]):
+        r = assemble(
+            [Candidate(m, 0.5) for m in ordering],
+            budget_chars=1000,
+            max_items=10,
+            max_item_chars=1000,
+        )
+        assert [i.memory.id for i in r.items] == [uuid.UUID(int=n) for n in (3, 5, 7)]
 
 
 def test_a_complete_recall_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
