@@ -67,7 +67,13 @@ MODULES: dict[str, Target] = {
     "judge features": Target(
         ("harness/memory/judge.py",),
         ("harness.memory.judge.*",),
-        ("tests/test_judge.py", "tests/test_ranking_rules.py", "-m", "not db"),
+        (
+            "tests/test_judge.py",
+            "tests/test_judge_rules.py",
+            "tests/test_ranking_rules.py",
+            "-m",
+            "not db",
+        ),
     ),
     "guard policy": Target(
         ("harness/memory/guard/policy.py",),
@@ -162,6 +168,12 @@ EQUIVALENT: dict[str, str] = {
     ),
     "harness.memory.sql.recall.x_readable_filter__mutmut_71": (
         "r_now without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
+    ),
+    "harness.memory.recall.x_order_key__mutmut_9": (
+        "non-constraints keyed 2 instead of 1: the first component still puts constraints first"
+    ),
+    "harness.memory.recall.x_order_key__mutmut_13": (
+        "non-constraints' second component 1 instead of 0: only compared among non-constraints"
     ),
 }
 WORK = ROOT / "bench" / ".work" / "mutation"
