@@ -7,17 +7,23 @@ found in ``harness/memory/judge.py`` (docs/mutation.md).
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from harness.memory.judge import (
     COVERAGE_KNOTS,
     SIM_KNOTS,
     Judgement,
+    JudgeModel,
+    JudgeParams,
     QueryStats,
     Signals,
+    default_judge,
     features,
     query_stats,
 )
+from harness.memory.judge_params import PARAMS
 
 
 def test_stats_of_no_scores_are_the_neutral_defaults() -> None:
@@ -134,3 +140,28 @@ def test_explanation_names_the_largest_contributions_in_order() -> None:
     assert j.explain(top=1) == "p=0.831 (b -2.00)"
     assert j.explain(top=4) == "p=0.831 (b -2.00, a +1.20, d +0.50, c +0.10)"
     assert Judgement(0.5).explain() == "p=0.500"
+
+
+def test_the_shipped_judge_reads_its_parameters_as_written() -> None:
+    """Built inside the test (a judge built at import would hide a broken loader)."""
+    judge = default_judge()
+    for mode in ("hybrid", "lexical"):
+        raw = PARAMS[mode]
+        params = judge.params(mode)  # type: ignore[arg-type]
+        assert params.intercept == float(raw["intercept"])  # type: ignore[arg-type]
+        assert params.threshold == float(raw["threshold"])  # type: ignore[arg-type]
+        weights = raw["weights"]
+        assert isinstance(weights, dict)
+        assert dict(params.weights) == {str(k): float(v) for k, v in weights.items()}
+    p = judge.judge(FULL, STATS, "hybrid").probability
+    assert 0.0 < p < 1.0
+
+
+@pytest.mark.parametrize("z", [-30.0, -1.0, -0.25, 0.0, 0.25, 1.0, 30.0])
+def test_the_probability_is_the_logistic_of_the_log_odds(z: float) -> None:
+    judge = JudgeModel(
+        JudgeParams(intercept=z, weights={}, threshold=0.5),
+        JudgeParams(intercept=z, weights={}, threshold=0.5),
+    )
+    got = judge.judge(Signals(), QueryStats(), "hybrid").probability
+    assert got == pytest.approx(1.0 / (1.0 + math.exp(-z)), rel=1e-12, abs=1e-300)
