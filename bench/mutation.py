@@ -175,6 +175,12 @@ EQUIVALENT: dict[str, str] = {
     "harness.memory.recall.x_order_key__mutmut_13": (
         "non-constraints' second component 1 instead of 0: only compared among non-constraints"
     ),
+    "harness.memory.judge.x__sigmoid__mutmut_1": (
+        "z > 0 instead of z >= 0: at z = 0 both branches give 0.5"
+    ),
+    "harness.memory.judge.x__sigmoid__mutmut_2": (
+        "z >= 1 instead of z >= 0: e/(1+e) and 1/(1+e^-z) are the same function"
+    ),
 }
 WORK = ROOT / "bench" / ".work" / "mutation"
 #: What a scratch copy holds besides pyproject.toml (the tests import the adapter; the
