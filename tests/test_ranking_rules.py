@@ -9,6 +9,7 @@ to kill the mutants ``make mutate`` found in this module (docs/mutation.md).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given
@@ -43,6 +44,12 @@ class CoverageJudge(JudgeModel):
     def judge(self, s: Signals, stats: QueryStats, mode: Mode) -> Judgement:
         self.asked.append((s, stats, mode))
         return Judgement(s.coverage or 0.0, (("coverage", s.coverage or 0.0),))
+
+    def judge_many(
+        self, signals: Sequence[Signals], stats: QueryStats, mode: Mode
+    ) -> list[Judgement]:
+        """The batch form (fusion may judge a query's candidates at once): one by one."""
+        return [self.judge(s, stats, mode) for s in signals]
 
 
 def uid(n: int) -> uuid.UUID:
