@@ -29,6 +29,14 @@ hypothesis_settings.load_profile("harness")
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
+# Under mutation testing (bench/mutation.py sets HARNESS_MUTATION) every mutant must meet the
+# same examples, and a loaded machine must not turn a slow example into a "killed" mutant.
+hypothesis_settings.register_profile(
+    "mutation", deadline=None, derandomize=True, database=None, max_examples=30
+)
+if os.environ.get("HARNESS_MUTATION"):
+    hypothesis_settings.load_profile("mutation")
+
 
 class HashEmbedder:
     """Deterministic bag-of-words vectors: no model, still a real vector path."""
