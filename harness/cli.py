@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import socket
@@ -28,7 +29,9 @@ from harness.settings import Settings
 from product_adapter import ProductAdapter
 
 if TYPE_CHECKING:
+    from harness.mcp_server.identity import Identity
     from harness.mcp_server.serve_config import ServeConfig
+    from harness.memory.async_store import AsyncMemoryStore
 
 __all__ = ["app"]
 
@@ -381,7 +384,7 @@ def mcp(
     /healthz and /readyz answer without a token. SIGTERM or SIGINT stops accepting, lets
     in-flight calls finish (10 s grace) and releases the store.
     """
-    from harness.mcp_server import Identity, build_server
+    from harness.mcp_server import Identity
     from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config
 
     settings = _settings()
@@ -390,31 +393,65 @@ def mcp(
         config = resolve_serve_config(settings, flags)
     except InvalidInput as exc:
         raise _fail(exc) from exc
-    if config is None and (
-        not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user)
-    ):
+    if config is None and (not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user)):
         raise _fail(
             InvalidInput(
                 "stdio needs --tenant and --user (or HARNESS_MCP_TENANT and HARNESS_MCP_USER)",
                 fields=("tenant", "user"),
             )
         )
+    identity = (
+        None
+        if config is not None
+        else Identity(
+            tenant or settings.mcp_tenant or "",
+            user or settings.mcp_user or "",
+            workflow or settings.mcp_workflow,
+        )
+    )
     sock = None if config is None else _bind(config)
+    embedded = (url or settings.database_url_value) is None
+
+    def release() -> None:
+        if embedded:
+            release_embedded(settings.home)
+
     try:
-        with _open_store(url, settings=settings) as store:
-            if config is None:
-                identity = Identity(
-                    tenant or settings.mcp_tenant or "",
-                    user or settings.mcp_user or "",
-                    workflow or settings.mcp_workflow,
-                )
-                build_server(store, identity=identity).run("stdio")
-                return
-            assert sock is not None  # bound above whenever there is an HTTP config
-            _serve_http(store, config, sock, public_url)
+        with exit_on_signals(last_resort=release):
+            try:
+                asyncio.run(_serve_mcp(url, settings, identity, config, sock, public_url))
+            finally:
+                release()
     finally:
         if sock is not None:
             sock.close()
+
+
+async def _serve_mcp(
+    url: str | None,
+    settings: Settings,
+    identity: Identity | None,
+    config: ServeConfig | None,
+    sock: socket.socket | None,
+    public_url: str | None,
+) -> None:
+    """Open the asyncio store on this event loop (its pool belongs to it) and serve."""
+    from harness.mcp_server import build_server
+    from harness.memory.async_store import AsyncMemoryStore
+
+    try:
+        store = await AsyncMemoryStore.connect(url, settings=settings)
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    try:
+        if config is None:
+            assert identity is not None  # stdio always has one (checked above)
+            await build_server(store, identity=identity).run_stdio_async()
+        else:
+            assert sock is not None  # bound whenever there is an HTTP config
+            await _serve_http(store, config, sock, public_url)
+    finally:
+        await store.close()
 
 
 def _bind(config: ServeConfig) -> socket.socket:
@@ -439,8 +476,8 @@ def _bind(config: ServeConfig) -> socket.socket:
     return sock
 
 
-def _serve_http(
-    store: MemoryStore, config: ServeConfig, sock: socket.socket, public_url: str | None
+async def _serve_http(
+    store: AsyncMemoryStore, config: ServeConfig, sock: socket.socket, public_url: str | None
 ) -> None:
     """Build the server with its health routes, print the start line, then serve."""
     import uvicorn
@@ -476,10 +513,8 @@ def _serve_http(
     console.print(line, soft_wrap=True, highlight=False, markup=False)
     sys.stdout.flush()
     app_ = server.streamable_http_app(host=config.host)
-    web = uvicorn.Server(
-        uvicorn_config(app_, config.host, config.port, log_level=config.log_level)
-    )
-    web.run(sockets=[sock])
+    web = uvicorn.Server(uvicorn_config(app_, config.host, config.port, log_level=config.log_level))
+    await web.serve(sockets=[sock])
 
 
 def http_label(host: str, port: int) -> str:

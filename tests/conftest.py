@@ -16,10 +16,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from harness.clock import FixedClock
+from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.embedder import Embedder, load_embedder
 from harness.memory.migrate import upgrade_to_head
 from harness.memory.store import MemoryStore, normalize_url
 from harness.settings import Settings
+from tests.loop_thread import LoopThread, open_async_store
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -222,3 +224,20 @@ def semantic_db_url(server_url: str) -> str:
     upgrade_to_head(engine)
     engine.dispose()
     return url
+
+
+@pytest.fixture
+def aloop() -> Iterator[LoopThread]:
+    """An event loop in a thread of its own, for one test (see ``tests/loop_thread.py``)."""
+    loop = LoopThread()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture
+def astore(aloop: LoopThread, db_url: str, clock: FixedClock) -> Iterator[AsyncMemoryStore]:
+    """The asyncio twin of :func:`store` (same database, hash embedder, clock), living on
+    ``aloop``: run its coroutines with ``aloop.run(...)``."""
+    s = aloop.run(open_async_store(db_url, HashEmbedder(), clock))
+    yield s
+    aloop.run(s.close())

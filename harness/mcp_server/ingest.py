@@ -7,13 +7,12 @@ import hmac
 import json
 from typing import Any
 
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from harness.errors import EmbeddingModelMismatch, InvalidInput, MemoryRejected, StoreError
 from harness.identifiers import identifier_problem
-from harness.memory.store import MemoryStore, WriteMany
+from harness.memory.async_store import AsyncMemoryStore, AsyncWriteMany
 from harness.memory.types import Memory, MemoryCandidate
 
 __all__ = ["IngestHandler"]
@@ -30,7 +29,7 @@ class IngestHandler:
     """A Starlette endpoint. The ingest key is compared in constant time; an
     ``Idempotency-Key`` header makes a retried request answer what the first one did."""
 
-    def __init__(self, store: MemoryStore, ingest_key: str):
+    def __init__(self, store: AsyncMemoryStore, ingest_key: str):
         if len(ingest_key) < 16:
             raise InvalidInput("ingest key: at least 16 characters", fields=("ingest_key",))
         self.store = store
@@ -72,27 +71,30 @@ class IngestHandler:
             return _error(400, f"Idempotency-Key: {problem}", fields=["Idempotency-Key"])
         digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()
         try:
-            return await anyio.to_thread.run_sync(self._write, candidates, key, digest)
+            return await self._write(candidates, key, digest)
         except (StoreError, EmbeddingModelMismatch) as exc:
             return _error(503, f"memory store unavailable: {exc}")
 
-    def _write(self, candidates: list[MemoryCandidate], key: str | None, digest: str) -> Response:
+    async def _write(
+        self, candidates: list[MemoryCandidate], key: str | None, digest: str
+    ) -> Response:
         if key is None:
-            return self._respond(*self._attempt(candidates, self.store.write_many))
+            return self._respond(*await self._attempt(candidates, self.store.write_many))
         tenant = candidates[0].tenant
+
+        async def attempt(write_many: AsyncWriteMany) -> tuple[int, dict[str, Any], bool]:
+            return await self._attempt(candidates, write_many)
+
         return self._respond(
-            *self.store.idempotent(
-                tenant, key, digest, lambda write_many: self._attempt(candidates, write_many)
-            ),
-            replay_header=True,
+            *await self.store.idempotent(tenant, key, digest, attempt), replay_header=True
         )
 
     @staticmethod
-    def _attempt(
-        candidates: list[MemoryCandidate], write_many: WriteMany
+    async def _attempt(
+        candidates: list[MemoryCandidate], write_many: AsyncWriteMany
     ) -> tuple[int, dict[str, Any], bool]:
         try:
-            written = write_many(candidates)
+            written = await write_many(candidates)
         except MemoryRejected as exc:
             return 422, {"error": exc.reason, "rule": exc.rule, "index": exc.index}, False
         except InvalidInput as exc:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -20,8 +19,8 @@ from harness._version import __version__
 from harness.mcp_server.identity import Identity, TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
+from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.recall import RecallResult
-from harness.memory.store import MemoryStore
 from harness.memory.types import RecallRequest
 from harness.recallset import RecallSetTools
 
@@ -77,7 +76,7 @@ class McpLimits:
 
 
 def build_server(
-    store: MemoryStore,
+    store: AsyncMemoryStore,
     *,
     identity: Identity | None = None,
     verifier: TokenFileVerifier | None = None,
@@ -91,6 +90,8 @@ def build_server(
     Identity comes from ``identity`` (stdio: the launch configuration) or, over HTTP, from the
     bearer token checked by ``verifier`` (``public_url`` is then this server's base URL).
     RecallSet memos live in this process, bound to the caller (``memo_limits``).
+    Store calls run on the event loop the server is served on (the store's own loop); a
+    recall past ``limits.timeout_s`` is cancelled, its query with it.
     Agents cannot write long-term memory here; ``ingest_key`` enables ``POST /v1/memories``
     for trusted services. No IO until a tool is called.
     """
@@ -173,9 +174,9 @@ def build_server(
             return answer(BUSY, is_error=True)
         try:
             with anyio.fail_after(lim.timeout_s):
-                result: RecallResult = await anyio.to_thread.run_sync(
-                    store.recall, request, abandon_on_cancel=True
-                )
+                # Cancelling the coroutine cancels its query on the server and returns the
+                # connection to the pool: a timed-out recall leaves no work behind.
+                result: RecallResult = await store.recall(request)
         except TimeoutError:
             log.warning("recall timed out after %.1fs", lim.timeout_s)
             return answer(UNAVAILABLE, is_error=True)
