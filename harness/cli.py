@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 import socket
 import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from urllib.parse import unquote
 
 import typer
@@ -422,9 +424,27 @@ def mcp(
                 asyncio.run(_serve_mcp(url, settings, identity, config, sock, public_url))
             finally:
                 release()
+    except SystemExit as stop:
+        if sock is not None:
+            sock.close()
+        _exit_after_signal(stop)
     finally:
         if sock is not None:
             sock.close()
+
+
+def _exit_after_signal(stop: SystemExit) -> NoReturn:
+    """End a server stopped by SIGINT/SIGTERM now that it has released everything (calls
+    answered, store closed, embedded server released): flush the logs and streams and skip
+    the interpreter's own teardown, which spends seconds destroying the embedding model and
+    the module graph and holds nothing that still needs releasing."""
+    code = stop.code if isinstance(stop.code, int) else 1
+    if code not in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        raise stop
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 async def _serve_mcp(
@@ -480,24 +500,25 @@ async def _serve_http(
     store: AsyncMemoryStore, config: ServeConfig, sock: socket.socket, public_url: str | None
 ) -> None:
     """Build the server with its health routes, print the start line, then serve."""
-    import uvicorn
-
     from harness.logs import configure_logging
-    from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
+    from harness.mcp_server import McpLimits, TokenFile, TokenFileVerifier, build_server
     from harness.mcp_server.health import add_health_routes, embedder_mode
-    from harness.mcp_server.http import uvicorn_config
+    from harness.mcp_server.http import DrainingServer, uvicorn_config
     from harness.mcp_server.serve_config import start_line
+    from harness.mcp_server.server import Drain
     from harness.memory.db import redact_url
 
     shown_host = f"[{config.host}]" if ":" in config.host else config.host
     base = (public_url or f"http://{shown_host}:{config.port}").rstrip("/")
     ingest_key = config.ingest_key.get_secret_value() if config.ingest_key else None
+    drain = Drain()
     try:
         server = build_server(
             store,
             verifier=TokenFileVerifier(TokenFile(config.tokens)),
             public_url=base,
             ingest_key=ingest_key,
+            drain=drain,
         )
     except HarnessError as exc:
         raise _fail(exc) from exc
@@ -512,8 +533,14 @@ async def _serve_http(
     )
     console.print(line, soft_wrap=True, highlight=False, markup=False)
     sys.stdout.flush()
-    app_ = server.streamable_http_app(host=config.host)
-    web = uvicorn.Server(uvicorn_config(app_, config.host, config.port, log_level=config.log_level))
+    # Stateless, plain-JSON answers: every request stands alone (memos are addressed by
+    # handle, not by session), so no per-session task, SSE stream or idle session holds
+    # work or a connection open, and shutdown has nothing to wait for.
+    app_ = server.streamable_http_app(host=config.host, json_response=True, stateless_http=True)
+    web = DrainingServer(
+        uvicorn_config(app_, config.host, config.port, log_level=config.log_level),
+        drain=lambda: drain.drain(McpLimits().drain_grace_s),
+    )
     await web.serve(sockets=[sock])
 
 

@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from harness.mcp_server import (
     BUSY,
+    STOPPING,
     UNAVAILABLE,
     Identity,
     McpLimits,
@@ -31,6 +32,7 @@ from harness.mcp_server import (
     build_server,
     hash_token,
 )
+from harness.mcp_server.server import Drain
 from harness.memory import AsyncMemoryStore, MemoryCandidate, MemoryStore
 
 from .conftest import UNREACHABLE_URL, HashEmbedder
@@ -545,3 +547,47 @@ def test_work_in_flight_is_bounded_and_overflow_answers_busy(
     server = impatient
     answers = aloop.run(burst(2))
     assert sorted(a[0] == BUSY for a in answers) == [False, True]
+
+
+def test_a_stopping_server_ends_the_recalls_in_flight_with_an_error(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
+) -> None:
+    started: list[float] = []
+
+    class Stuck:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(astore, name)
+
+        async def recall(self, request: Any) -> Any:
+            started.append(time.monotonic())
+            await asyncio.sleep(30)  # far past the drain's grace
+            return await astore.recall(request)
+
+    drain = Drain()
+    server = build_server(
+        Stuck(),  # type: ignore[arg-type]
+        identity=Identity(tenant, "alice"),
+        limits=McpLimits(max_concurrent_recalls=2),
+        drain=drain,
+    )
+
+    async def go() -> tuple[list[Any], float, Any]:
+        async with Client(server) as client:
+            calls = [
+                asyncio.ensure_future(client.call_tool("recall_memories", {"query": "x"}))
+                for _ in range(4)  # two running, two waiting for a slot
+            ]
+            while len(started) < 2 or drain.in_flight < 4:
+                await asyncio.sleep(0.01)
+            stopping = time.monotonic()
+            await drain.drain(grace_s=0.2)
+            answers = await asyncio.gather(*calls)
+            took = time.monotonic() - stopping
+            late = await client.call_tool("recall_memories", {"query": "x"})
+            return answers, took, late
+
+    answers, took, late = aloop.run(go())
+    assert all(a.is_error and text_of(a) == STOPPING for a in answers)
+    assert took < 2.0  # the grace, not the 30 s of work
+    assert late.is_error and text_of(late) == STOPPING  # refused once stopping
+    assert drain.in_flight == 0
