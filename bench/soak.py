@@ -356,16 +356,20 @@ def start_server(
     }
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(":")
+    # The server's log goes to a file: an unread pipe fills after ~700 access-log lines and
+    # then blocks the server's every write (it stalls, and cannot even stop).
+    log_path = home / "server.log"
     server = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "mcp", "--http", f"127.0.0.1:{port}", "--url", url],
         env=env,
         cwd=src or Path.cwd(),
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=log_path.open("wb"),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"server exited: {server.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            raise SystemExit(f"server exited: {log_path.read_text()[-2000:]}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return server
