@@ -8,13 +8,15 @@ not mixed with queueing), each layer on fresh query texts:
 - ``store_recall``: ``MemoryStore.recall`` (embedding, SQL, assembly);
 - ``store_recall_no_embed``: the same with the query vector already known (database and
   assembly only);
+- ``async_store_recall``: ``AsyncMemoryStore.recall`` on an event loop (what the server
+  calls; embedding in a worker thread);
 - ``mcp_in_process``: the SDK client calling the tool on the in-process server (adds JSON-RPC
-  framing, argument validation, the worker-thread hop, result conversion);
+  framing, argument validation, result conversion);
 - ``mcp_http``: the SDK client over streamable HTTP to ``harness-memory mcp --http``
   (adds HTTP, SSE, bearer-token check, and the client's own work).
 
-Then cProfile over in-process MCP calls, the event-loop thread and the worker threads
-profiled separately and merged, with own time grouped by library.
+Then cProfile over in-process MCP calls on the event-loop thread (the server runs there
+whole, but for embedding in a worker thread), with own time grouped by library.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -40,7 +41,7 @@ from mcp.client.streamable_http import streamable_http_client
 from bench.common import RESULTS, CachedEmbedder, fresh_store
 from bench.soak import DETAILS, TOPICS, free_port, seed, start_server, stop_server
 from harness.mcp_server import Identity, TokenFile, build_server
-from harness.memory import MemoryStore
+from harness.memory import AsyncMemoryStore
 from harness.memory.types import RecallRequest
 
 __all__ = ["main"]
@@ -78,22 +79,6 @@ def timed_ms(fn: Callable[[str], Any], texts: list[str]) -> dict[str, float]:
     return {"median_ms": round(statistics.median(samples), 2), "n": len(samples)}
 
 
-class ProfiledStore:
-    """Delegates to a store; profiles each ``recall`` in the worker thread that runs it."""
-
-    def __init__(self, store: MemoryStore):
-        self.store = store
-        self.profiles: list[cProfile.Profile] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-    def recall(self, request: RecallRequest) -> Any:
-        profile = cProfile.Profile()
-        self.profiles.append(profile)
-        return profile.runcall(self.store.recall, request)
-
-
 def grouped(stats: pstats.Stats) -> dict[str, float]:
     totals: dict[str, float] = {}
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
@@ -129,18 +114,30 @@ def main(argv: list[str] | None = None) -> None:
     embedder.warm(warmed, "profile-warm")
     layers["store_recall_no_embed"] = timed_ms(recall, warmed)
 
-    server = build_server(store, identity=who)
-
-    async def in_process(texts: list[str]) -> list[float]:
-        out = []
-        async with Client(server) as client:
+    async def through_async_store(texts: list[str], tail: list[str]) -> tuple[list[float], ...]:
+        astore = await AsyncMemoryStore.connect(
+            store.url, embedder=embedder, migrate=False, check_model=False
+        )
+        try:
+            request = RecallRequest(tenant=who.tenant, user_id=who.user_id, query="warm")
+            await astore.recall(request)
+            direct = []
             for text in texts:
                 start = time.perf_counter()
-                await client.call_tool("recall_memories", {"query": text})
-                out.append((time.perf_counter() - start) * 1000)
-        return out
+                await astore.recall(request.model_copy(update={"query": text}))
+                direct.append((time.perf_counter() - start) * 1000)
+            via_mcp = []
+            async with Client(build_server(astore, identity=who)) as client:
+                for text in tail:
+                    start = time.perf_counter()
+                    await client.call_tool("recall_memories", {"query": text})
+                    via_mcp.append((time.perf_counter() - start) * 1000)
+            return direct, via_mcp
+        finally:
+            await astore.close()
 
-    samples = anyio.run(in_process, queries(n, 4))
+    direct, samples = asyncio.run(through_async_store(queries(n, 7), queries(n, 4)))
+    layers["async_store_recall"] = {"median_ms": round(statistics.median(direct), 2), "n": n}
     layers["mcp_in_process"] = {"median_ms": round(statistics.median(samples), 2), "n": n}
 
     token_file = TokenFile(Path(tempfile.mkdtemp(prefix="profile-tokens-")) / "tokens.json")
@@ -170,22 +167,24 @@ def main(argv: list[str] | None = None) -> None:
         stop_server(child)
     layers["mcp_http"] = {"median_ms": round(statistics.median(samples), 2), "n": n}
 
-    profiled = ProfiledStore(store)
-    profiled_server = build_server(profiled, identity=who)  # type: ignore[arg-type]
     loop_profile = cProfile.Profile()
 
     async def profiled_calls(texts: list[str]) -> None:
-        async with Client(profiled_server) as client:
-            loop_profile.enable()
-            for text in texts:
-                await client.call_tool("recall_memories", {"query": text})
-            loop_profile.disable()
+        astore = await AsyncMemoryStore.connect(
+            store.url, embedder=embedder, migrate=False, check_model=False
+        )
+        try:
+            async with Client(build_server(astore, identity=who)) as client:
+                await client.call_tool("recall_memories", {"query": "warm"})
+                loop_profile.enable()
+                for text in texts:
+                    await client.call_tool("recall_memories", {"query": text})
+                loop_profile.disable()
+        finally:
+            await astore.close()
 
-    anyio.run(profiled_calls, queries(n, 6))
+    asyncio.run(profiled_calls(queries(n, 6)))
     loop_stats = pstats.Stats(loop_profile)
-    worker_stats = pstats.Stats(profiled.profiles[0])
-    for extra in profiled.profiles[1:]:
-        worker_stats.add(extra)
     out = {
         "command": f"python -m bench.mcp_profile --calls {args.calls} --memories {args.memories}",
         "layers_median_ms": layers,
@@ -193,7 +192,8 @@ def main(argv: list[str] | None = None) -> None:
             "embedding": layers["embed"]["median_ms"],
             "database_and_assembly": layers["store_recall_no_embed"]["median_ms"],
             "mcp_in_process_overhead": round(
-                layers["mcp_in_process"]["median_ms"] - layers["store_recall"]["median_ms"], 2
+                layers["mcp_in_process"]["median_ms"] - layers["async_store_recall"]["median_ms"],
+                2,
             ),
             "http_overhead": round(
                 layers["mcp_http"]["median_ms"] - layers["mcp_in_process"]["median_ms"], 2
@@ -201,7 +201,6 @@ def main(argv: list[str] | None = None) -> None:
         },
         "profile_calls": n,
         "profile_own_seconds_event_loop_thread": grouped(loop_stats),
-        "profile_own_seconds_worker_threads": grouped(worker_stats),
     }
     store.close()
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -209,7 +208,6 @@ def main(argv: list[str] | None = None) -> None:
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))
     loop_stats.sort_stats("tottime").print_stats(12)
-    worker_stats.sort_stats("tottime").print_stats(12)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ class Tally:
     cross_caller_items: int = 0
     cross_caller_notes: int = 0
     memo_failures: int = 0
-    ingests_acknowledged: list[str] = field(default_factory=list)
+    ingests_acknowledged: list[tuple[str, str]] = field(default_factory=list)  # (tenant, id)
     replays_ok: int = 0
     replays_wrong: int = 0
     error_texts: dict[str, int] = field(default_factory=dict)
@@ -148,50 +148,73 @@ def text_of(result: Any) -> str:
 async def mcp_client(
     n: int, base: str, token: str, who: Identity, deadline: float, tally: Tally
 ) -> None:
+    """One closed-loop SDK client; a connection that breaks is counted and opened again (the
+    memo handle outlives it)."""
     rng = random.Random(n)
-    memo: str | None = None
-    notes: dict[str, str] = {}
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
-        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
-    ):
-        for step in itertools.count():
-            if time.monotonic() >= deadline:
-                return
-            if step % 5 == 4:
-                name, args = _memo_call(n, step, rng, memo, notes)
-            else:
-                # half the queries repeat a small set (an agent asking again), half are varied
-                query = f"{rng.choice(TOPICS)} {rng.choice(DETAILS)}"
-                if rng.random() < 0.5:
-                    query += f" variant {rng.randrange(89)}"
-                name, args = "recall_memories", {"query": query}
-            started = time.perf_counter()
-            try:
-                result = await client.call_tool(name, args)
-            except Exception as exc:  # counted, then the loop goes on (bounded by deadline)
-                minute = tally.minute()
-                minute.calls += 1
-                minute.transport_errors += 1
-                key = f"transport: {type(exc).__name__}"
-                tally.error_texts[key] = tally.error_texts.get(key, 0) + 1
-                await asyncio.sleep(0.2)
-                continue
-            elapsed = time.perf_counter() - started
-            minute = tally.minute()
-            minute.calls += 1
-            text = text_of(result)
-            if result.is_error:
-                minute.tool_errors += 1
-                key = f"{name}: {text[:80]}"
-                tally.error_texts[key] = tally.error_texts.get(key, 0) + 1
-            if name == "recall_memories":
-                minute.recalls += 1
-                minute.latencies.append(elapsed)
-                tally.recall_answers += 1
-                tally.cross_caller_items += cross_items(text, who)
-            elif not result.is_error:
-                memo = _memo_answer(n, name, args, text, memo, notes, tally)
+    state: dict[str, Any] = {"memo": None, "notes": {}, "step": 0}
+    while time.monotonic() < deadline:
+        try:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as h,
+                Client(streamable_http_client(f"{base}/mcp", http_client=h)) as client,
+            ):
+                await _client_loop(client, n, rng, state, who, deadline, tally)
+        except Exception as exc:  # a broken connection: counted, then a new one
+            _transport_error(tally, exc)
+            await asyncio.sleep(0.2)
+
+
+def _transport_error(tally: Tally, exc: BaseException) -> None:
+    minute = tally.minute()
+    minute.calls += 1
+    minute.transport_errors += 1
+    key = f"transport: {type(exc).__name__}"
+    tally.error_texts[key] = tally.error_texts.get(key, 0) + 1
+
+
+async def _client_loop(
+    client: Client,
+    n: int,
+    rng: random.Random,
+    state: dict[str, Any],
+    who: Identity,
+    deadline: float,
+    tally: Tally,
+) -> None:
+    notes: dict[str, str] = state["notes"]
+    while time.monotonic() < deadline:
+        step = state["step"]
+        state["step"] += 1
+        if step % 5 == 4:
+            name, args = _memo_call(n, step, rng, state["memo"], notes)
+        else:
+            # half the queries repeat a small set (an agent asking again), half are varied
+            query = f"{rng.choice(TOPICS)} {rng.choice(DETAILS)}"
+            if rng.random() < 0.5:
+                query += f" variant {rng.randrange(89)}"
+            name, args = "recall_memories", {"query": query}
+        started = time.perf_counter()
+        try:
+            result = await client.call_tool(name, args)
+        except Exception as exc:  # counted, then the loop goes on (bounded by deadline)
+            _transport_error(tally, exc)
+            await asyncio.sleep(0.2)
+            continue
+        elapsed = time.perf_counter() - started
+        minute = tally.minute()
+        minute.calls += 1
+        text = text_of(result)
+        if result.is_error:
+            minute.tool_errors += 1
+            key = f"{name}: {text[:80]}"
+            tally.error_texts[key] = tally.error_texts.get(key, 0) + 1
+        if name == "recall_memories":
+            minute.recalls += 1
+            minute.latencies.append(elapsed)
+            tally.recall_answers += 1
+            tally.cross_caller_items += cross_items(text, who)
+        elif not result.is_error:
+            state["memo"] = _memo_answer(n, name, args, text, state["memo"], notes, tally)
 
 
 def _memo_call(
@@ -288,7 +311,9 @@ async def ingest_client(
                     tally.replays_wrong += 1
             else:
                 payload = response.json()
-                tally.ingests_acknowledged += [m["id"] for m in payload["memories"]]
+                tally.ingests_acknowledged += [
+                    (body["tenant"], m["id"]) for m in payload["memories"]
+                ]
                 sent.append((key, body, payload))
             await asyncio.sleep(0.05)
 
@@ -331,16 +356,20 @@ def start_server(
     }
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(":")
+    # The server's log goes to a file: an unread pipe fills after ~700 access-log lines and
+    # then blocks the server's every write (it stalls, and cannot even stop).
+    log_path = home / "server.log"
     server = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "mcp", "--http", f"127.0.0.1:{port}", "--url", url],
         env=env,
         cwd=src or Path.cwd(),
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=log_path.open("wb"),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"server exited: {server.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            raise SystemExit(f"server exited: {log_path.read_text()[-2000:]}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return server
@@ -391,7 +420,7 @@ def run_phase(
         engine.dispose()
     finally:
         exit_s = stop_server(server)
-    stored = sum(1 for i in tally.ingests_acknowledged if store.get(i) is not None)
+    stored = sum(1 for t, i in tally.ingests_acknowledged if store.get(i, tenant=t) is not None)
     report = _report(label, tally, wall, (cpu1 - cpu0) / wall, exit_s, stored)
     report["server_cpu_ms_per_call"] = round((cpu1 - cpu0) * 1000 / max(report["calls"], 1), 1)
     report["load_generator_cpu_s_per_s"] = round(client_cpu / wall, 3)
@@ -492,6 +521,44 @@ def _report(
         "rss_mb_median_last_minute": _last_minute_rss(tally),
         "exit_s": round(exit_s, 3),
         "per_minute": table,
+        "latencies_s": all_latencies,  # for pooling across rounds; not written out
+    }
+
+
+def compare(phases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Baseline against current, pooled over rounds: recall calls/s (all recalls over all
+    seconds), latency percentiles of all recalls, and the ratio of each round on its own."""
+    pooled: dict[str, dict[str, Any]] = {}
+    for label in ("baseline", "current"):
+        mine = [p for p in phases if p["label"].split("-")[0] == label]
+        latencies = [x for p in mine for x in p["latencies_s"]]
+        seconds = sum(p["seconds"] for p in mine)
+        pooled[label] = {
+            "recall_calls": sum(p["recall_calls"] for p in mine),
+            "seconds": round(seconds, 1),
+            "recall_calls_per_s": round(sum(p["recall_calls"] for p in mine) / seconds, 2),
+            "recall_latency": percentiles(latencies) if latencies else {},
+            "server_cpu_ms_per_call": [p["server_cpu_ms_per_call"] for p in mine],
+            "exit_s": [p["exit_s"] for p in mine],
+        }
+    base, cur = pooled["baseline"], pooled["current"]
+    rounds = list(
+        zip(
+            [p for p in phases if p["label"].startswith("baseline")],
+            [p for p in phases if p["label"].startswith("current")],
+            strict=True,
+        )
+    )
+    return {
+        **pooled,
+        "recall_throughput_ratio": round(cur["recall_calls_per_s"] / base["recall_calls_per_s"], 2)
+        if base["recall_calls_per_s"]
+        else None,
+        "per_round_ratio": [
+            round(c["recall_calls_per_s"] / b["recall_calls_per_s"], 2)
+            for b, c in rounds
+            if b["recall_calls_per_s"]
+        ],
     }
 
 
@@ -533,6 +600,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true", help="a few seconds, 300 memories")
     parser.add_argument("--baseline-src", type=Path, help="older server code to run first")
     parser.add_argument("--label", default="", help="suffix of the result file name")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="with --baseline-src: alternate baseline and current phases this many times "
+        "(each --minutes long), so a change in the machine's load hits both alike",
+    )
     args = parser.parse_args(argv)
     args.seconds = 0.0
     if args.smoke:
@@ -548,13 +622,25 @@ def main(argv: list[str] | None = None) -> None:
     token_file = TokenFile(token_dir / "tokens.json")
     tokens = {who: token_file.add(who) for who in users}
     phases = []
-    if args.baseline_src is not None:
+    for round_ in range(args.rounds):
+        suffix = f"-{round_ + 1}" if args.rounds > 1 else ""
+        if args.baseline_src is not None:
+            phases.append(
+                run_phase(
+                    "baseline" + suffix,
+                    args,
+                    store,
+                    users,
+                    tokens,
+                    token_file.path,
+                    args.baseline_src,
+                )
+            )
+            print_phase(phases[-1])
         phases.append(
-            run_phase("baseline", args, store, users, tokens, token_file.path, args.baseline_src)
+            run_phase("current" + suffix, args, store, users, tokens, token_file.path, None)
         )
         print_phase(phases[-1])
-    phases.append(run_phase("current", args, store, users, tokens, token_file.path, None))
-    print_phase(phases[-1])
     store.close()
     out = {
         "command": "python -m bench.soak " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -565,10 +651,11 @@ def main(argv: list[str] | None = None) -> None:
         "cores": os.cpu_count(),
         "phases": phases,
     }
-    if len(phases) == 2 and phases[0]["recall_calls_per_s"]:
-        out["recall_throughput_ratio"] = round(
-            phases[1]["recall_calls_per_s"] / phases[0]["recall_calls_per_s"], 2
-        )
+    if args.baseline_src is not None:
+        out["comparison"] = compare(phases)
+        print(json.dumps(out["comparison"], indent=2))
+    for phase in phases:
+        phase.pop("latencies_s")
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "soak" + (f"-{args.label}" if args.label else "") + ("-smoke" if args.smoke else "")
     path = RESULTS / f"{name}.json"

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import os
+import signal
 import socket
 import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from urllib.parse import unquote
 
 import typer
@@ -28,7 +31,9 @@ from harness.settings import Settings
 from product_adapter import ProductAdapter
 
 if TYPE_CHECKING:
+    from harness.mcp_server.identity import Identity
     from harness.mcp_server.serve_config import ServeConfig
+    from harness.memory.async_store import AsyncMemoryStore
 
 __all__ = ["app"]
 
@@ -386,7 +391,7 @@ def mcp(
     /healthz and /readyz answer without a token. SIGTERM or SIGINT stops accepting, lets
     in-flight calls finish (10 s grace) and releases the store.
     """
-    from harness.mcp_server import Identity, build_server
+    from harness.mcp_server import Identity
     from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config
 
     settings = _settings()
@@ -395,31 +400,83 @@ def mcp(
         config = resolve_serve_config(settings, flags)
     except InvalidInput as exc:
         raise _fail(exc) from exc
-    if config is None and (
-        not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user)
-    ):
+    if config is None and (not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user)):
         raise _fail(
             InvalidInput(
                 "stdio needs --tenant and --user (or HARNESS_MCP_TENANT and HARNESS_MCP_USER)",
                 fields=("tenant", "user"),
             )
         )
+    identity = (
+        None
+        if config is not None
+        else Identity(
+            tenant or settings.mcp_tenant or "",
+            user or settings.mcp_user or "",
+            workflow or settings.mcp_workflow,
+        )
+    )
     sock = None if config is None else _bind(config)
+    embedded = (url or settings.database_url_value) is None
+
+    def release() -> None:
+        if embedded:
+            release_embedded(settings.home)
+
     try:
-        with _open_store(url, settings=settings) as store:
-            if config is None:
-                identity = Identity(
-                    tenant or settings.mcp_tenant or "",
-                    user or settings.mcp_user or "",
-                    workflow or settings.mcp_workflow,
-                )
-                build_server(store, identity=identity).run("stdio")
-                return
-            assert sock is not None  # bound above whenever there is an HTTP config
-            _serve_http(store, config, sock, public_url)
+        with exit_on_signals(last_resort=release):
+            try:
+                asyncio.run(_serve_mcp(url, settings, identity, config, sock, public_url))
+            finally:
+                release()
+    except SystemExit as stop:
+        if sock is not None:
+            sock.close()
+        _exit_after_signal(stop)
     finally:
         if sock is not None:
             sock.close()
+
+
+def _exit_after_signal(stop: SystemExit) -> NoReturn:
+    """End a server stopped by SIGINT/SIGTERM now that it has released everything (calls
+    answered, store closed, embedded server released): flush the logs and streams and skip
+    the interpreter's own teardown, which spends seconds destroying the embedding model and
+    the module graph and holds nothing that still needs releasing."""
+    code = stop.code if isinstance(stop.code, int) else 1
+    if code not in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        raise stop
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+async def _serve_mcp(
+    url: str | None,
+    settings: Settings,
+    identity: Identity | None,
+    config: ServeConfig | None,
+    sock: socket.socket | None,
+    public_url: str | None,
+) -> None:
+    """Open the asyncio store on this event loop (its pool belongs to it) and serve."""
+    from harness.mcp_server import build_server
+    from harness.memory.async_store import AsyncMemoryStore
+
+    try:
+        store = await AsyncMemoryStore.connect(url, settings=settings)
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    try:
+        if config is None:
+            assert identity is not None  # stdio always has one (checked above)
+            await build_server(store, identity=identity).run_stdio_async()
+        else:
+            assert sock is not None  # bound whenever there is an HTTP config
+            await _serve_http(store, config, sock, public_url)
+    finally:
+        await store.close()
 
 
 def _bind(config: ServeConfig) -> socket.socket:
@@ -444,28 +501,29 @@ def _bind(config: ServeConfig) -> socket.socket:
     return sock
 
 
-def _serve_http(
-    store: MemoryStore, config: ServeConfig, sock: socket.socket, public_url: str | None
+async def _serve_http(
+    store: AsyncMemoryStore, config: ServeConfig, sock: socket.socket, public_url: str | None
 ) -> None:
     """Build the server with its health routes, print the start line, then serve."""
-    import uvicorn
-
     from harness.logs import configure_logging
-    from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
+    from harness.mcp_server import McpLimits, TokenFile, TokenFileVerifier, build_server
     from harness.mcp_server.health import add_health_routes, embedder_mode
-    from harness.mcp_server.http import uvicorn_config
+    from harness.mcp_server.http import DrainingServer, uvicorn_config
     from harness.mcp_server.serve_config import start_line
+    from harness.mcp_server.server import Drain
     from harness.memory.db import redact_url
 
     shown_host = f"[{config.host}]" if ":" in config.host else config.host
     base = (public_url or f"http://{shown_host}:{config.port}").rstrip("/")
     ingest_key = config.ingest_key.get_secret_value() if config.ingest_key else None
+    drain = Drain()
     try:
         server = build_server(
             store,
             verifier=TokenFileVerifier(TokenFile(config.tokens)),
             public_url=base,
             ingest_key=ingest_key,
+            drain=drain,
         )
     except HarnessError as exc:
         raise _fail(exc) from exc
@@ -480,11 +538,15 @@ def _serve_http(
     )
     console.print(line, soft_wrap=True, highlight=False, markup=False)
     sys.stdout.flush()
-    app_ = server.streamable_http_app(host=config.host)
-    web = uvicorn.Server(
-        uvicorn_config(app_, config.host, config.port, log_level=config.log_level)
+    # Stateless, plain-JSON answers: every request stands alone (memos are addressed by
+    # handle, not by session), so no per-session task, SSE stream or idle session holds
+    # work or a connection open, and shutdown has nothing to wait for.
+    app_ = server.streamable_http_app(host=config.host, json_response=True, stateless_http=True)
+    web = DrainingServer(
+        uvicorn_config(app_, config.host, config.port, log_level=config.log_level),
+        drain=lambda: drain.drain(McpLimits().drain_grace_s),
     )
-    web.run(sockets=[sock])
+    await web.serve(sockets=[sock])
 
 
 def http_label(host: str, port: int) -> str:

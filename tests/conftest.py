@@ -17,10 +17,12 @@ from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
 from harness.clock import FixedClock
+from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.embedder import Embedder, load_embedder
 from harness.memory.migrate import upgrade_to_head
 from harness.memory.store import MemoryStore, normalize_url
 from harness.settings import Settings
+from tests.loop_thread import LoopThread, open_async_store
 
 # Speed is measured in bench/, not asserted by tests: a per-example deadline only turns a busy
 # shared machine into a failure. Each test's own max_examples/stateful settings still apply.
@@ -236,3 +238,20 @@ def semantic_db_url(server_url: str) -> str:
     upgrade_to_head(engine)
     engine.dispose()
     return url
+
+
+@pytest.fixture
+def aloop() -> Iterator[LoopThread]:
+    """An event loop in a thread of its own, for one test (see ``tests/loop_thread.py``)."""
+    loop = LoopThread()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture
+def astore(aloop: LoopThread, db_url: str, clock: FixedClock) -> Iterator[AsyncMemoryStore]:
+    """The asyncio twin of :func:`store` (same database, hash embedder, clock), living on
+    ``aloop``: run its coroutines with ``aloop.run(...)``."""
+    s = aloop.run(open_async_store(db_url, HashEmbedder(), clock))
+    yield s
+    aloop.run(s.close())

@@ -4,6 +4,7 @@ their start line, one version everywhere, one-line errors for bad serving input.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.metadata
 import json
@@ -21,6 +22,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp.server.mcpserver import MCPServer
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
@@ -30,9 +32,9 @@ from harness.cli import app
 from harness.errors import InvalidInput
 from harness.logs import JsonLinesFormatter
 from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
-from harness.mcp_server.health import check_readiness, schema_head
+from harness.mcp_server.health import Readiness, check_readiness, schema_head
 from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config, start_line
-from harness.memory import MemoryStore
+from harness.memory import AsyncMemoryStore
 from harness.settings import Settings
 from tests.conftest import UNREACHABLE_URL, create_database
 from tests.test_operability import CLI, cli_env, first_line, free_port, run_cli
@@ -237,13 +239,17 @@ def test_health_and_readiness_follow_the_database_and_settings_come_from_the_env
     assert KEY not in err
 
 
+async def readiness_of(url: str) -> Readiness:
+    store = await AsyncMemoryStore.connect(url, embedder=None, migrate=False, check_model=False)
+    try:
+        return await check_readiness(store)
+    finally:
+        await store.close()
+
+
 def test_schema_behind_head_is_not_ready_with_the_reason(server_url: str) -> None:
     url = create_database(server_url, f"harness_deploy_unmigrated_{os.getpid()}")
-    store = MemoryStore.connect(url, embedder=None, migrate=False, check_model=False)
-    try:
-        verdict = check_readiness(store)
-    finally:
-        store.close()
+    verdict = asyncio.run(readiness_of(url))
     assert not verdict.ready and verdict.schema is None
     assert verdict.reason == f"schema at None, expected {schema_head()}"
     assert verdict.as_json()["status"] == "not ready"
@@ -251,11 +257,7 @@ def test_schema_behind_head_is_not_ready_with_the_reason(server_url: str) -> Non
 
 @pytest.mark.subprocess
 def test_unreachable_database_is_not_ready_without_leaking_the_url() -> None:
-    store = MemoryStore.connect(UNREACHABLE_URL, embedder=None, migrate=False, check_model=False)
-    try:
-        verdict = check_readiness(store)
-    finally:
-        store.close()
+    verdict = asyncio.run(readiness_of(UNREACHABLE_URL))
     assert not verdict.ready and verdict.reason == "database unreachable"
     assert "127.0.0.1" not in json.dumps(verdict.as_json())
 
@@ -267,13 +269,17 @@ def test_one_version_on_every_channel(tmp_path: Path) -> None:
     assert importlib.metadata.version("harness-memory") == __version__
     out = CliRunner().invoke(app, ["--version"])
     assert out.exit_code == 0 and out.output.strip() == f"harness-memory {__version__}"
-    store = MemoryStore.connect(UNREACHABLE_URL, embedder=None, migrate=False, check_model=False)
-    try:
-        verifier = TokenFileVerifier(TokenFile(tmp_path / "t.json"))
-        server = build_server(store, verifier=verifier)
-    finally:
-        store.close()
-    assert server.version == __version__
+
+    async def built() -> MCPServer:
+        store = await AsyncMemoryStore.connect(
+            UNREACHABLE_URL, embedder=None, migrate=False, check_model=False
+        )
+        try:
+            return build_server(store, verifier=TokenFileVerifier(TokenFile(tmp_path / "t.json")))
+        finally:
+            await store.close()
+
+    assert asyncio.run(built()).version == __version__
 
 
 # --- 2: resolution of flags, variables and defaults (pure) -------------------------------------
@@ -300,7 +306,11 @@ def test_flags_win_over_variables_which_win_over_defaults(
     )
     env_only = resolve_serve_config(s, ServeFlags())
     assert env_only is not None
-    assert (env_only.host, env_only.port, env_only.bind_from) == ("10.1.2.3", 9000, "HARNESS_MCP_HTTP")
+    assert (env_only.host, env_only.port, env_only.bind_from) == (
+        "10.1.2.3",
+        9000,
+        "HARNESS_MCP_HTTP",
+    )
     assert env_only.log_level == "warning" and env_only.log_format == "text"
     assert env_only.log_from == "HARNESS_LOG_LEVEL, default"
     assert env_only.tokens == tmp_path / "mcp-tokens.json" and env_only.tokens_from == "default"
@@ -390,8 +400,9 @@ def test_bad_serving_input_is_one_line_and_exit_code_2(
         extra |= {"HARNESS_MCP_HTTP": "127.0.0.1:1", "HARNESS_MCP_INGEST_KEY_FILE": str(tmp_path)}
         args, named = ["mcp"], "HARNESS_MCP_INGEST_KEY_FILE"
     else:
-        args, named = ["mcp", "--http", "127.0.0.1:1", "--ingest-key-file", str(short)], (
-            "--ingest-key-file"
+        args, named = (
+            ["mcp", "--http", "127.0.0.1:1", "--ingest-key-file", str(short)],
+            ("--ingest-key-file"),
         )
     code, out = run_cli(args, cli_env(tmp_path / "home", tmp_path, **extra), timeout=60)
     lines = [line for line in out.splitlines() if line.strip()]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +18,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from harness.mcp_server.ingest import IngestHandler
-from harness.memory import MemoryStore
+from harness.memory import AsyncMemoryStore, MemoryStore
+
+from .loop_thread import LoopThread
 
 INGEST_KEY = "ingest-key-0123456789abcdef"
 AUTH = {"X-Ingest-Key": INGEST_KEY}
@@ -32,21 +33,20 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def ingest_url(store: MemoryStore) -> Iterator[str]:
-    handler = IngestHandler(store, INGEST_KEY)
+def ingest_url(aloop: LoopThread, astore: AsyncMemoryStore) -> Iterator[str]:
+    handler = IngestHandler(astore, INGEST_KEY)
     app = Starlette(routes=[Route("/v1/memories", handler.__call__, methods=["POST"])])
     port = free_port()
     web = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", backlog=512)
     )
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
+    serving = aloop.submit(web.serve())  # on the store's loop
     deadline = time.time() + 10
     while not web.started and time.time() < deadline:
         time.sleep(0.05)
     yield f"http://127.0.0.1:{port}/v1/memories"
     web.should_exit = True
-    thread.join(timeout=10)
+    serving.result(timeout=10)
 
 
 def good(tenant: str, content: str = "The release train leaves on Thursdays") -> dict[str, Any]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +16,14 @@ import anyio
 import httpx
 import httpx2
 import pytest
+import sqlalchemy as sa
 import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from harness.mcp_server import (
     BUSY,
+    STOPPING,
     UNAVAILABLE,
     Identity,
     McpLimits,
@@ -30,9 +32,11 @@ from harness.mcp_server import (
     build_server,
     hash_token,
 )
-from harness.memory import MemoryCandidate, MemoryStore
+from harness.mcp_server.server import Drain
+from harness.memory import AsyncMemoryStore, MemoryCandidate, MemoryStore
 
-from .conftest import unreachable_store
+from .conftest import UNREACHABLE_URL, HashEmbedder
+from .loop_thread import LoopThread, open_async_store
 
 INGEST_KEY = "ingest-key-0123456789abcdef"
 
@@ -69,22 +73,33 @@ def seed(store: MemoryStore, tenant: str) -> None:
     )
 
 
-def call(server: Any, tool: str, args: dict[str, Any], mode: str = "auto") -> str:
+def call(
+    aloop: LoopThread, server: Any, tool: str, args: dict[str, Any], mode: str = "auto"
+) -> str:
+    """One tool call by an in-process client, on the store's loop."""
+
     async def go() -> str:
         async with Client(server, mode=mode) as client:
             return text_of(await client.call_tool(tool, args))
 
-    return anyio.run(go)
+    return aloop.run(go())
 
 
-def test_tools_are_listed_with_schemas(store: MemoryStore, tenant: str) -> None:
-    server = build_server(store, identity=Identity(tenant, "alice"))
+def unreachable(aloop: LoopThread) -> AsyncMemoryStore:
+    """An asyncio store whose database cannot be reached."""
+    return aloop.run(open_async_store(UNREACHABLE_URL, HashEmbedder()))
+
+
+def test_tools_are_listed_with_schemas(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
+) -> None:
+    server = build_server(astore, identity=Identity(tenant, "alice"))
 
     async def go() -> dict[str, Any]:
         async with Client(server) as client:
             return {t.name: t for t in (await client.list_tools()).tools}
 
-    tools = anyio.run(go)
+    tools = aloop.run(go())
     assert set(tools) == {
         "recall_memories",
         "recallset_open",
@@ -105,21 +120,29 @@ def test_tools_are_listed_with_schemas(store: MemoryStore, tenant: str) -> None:
         assert "memo" in tools[name].input_schema["required"]
 
 
-def test_recall_reads_only_the_callers_memories(store: MemoryStore, tenant: str) -> None:
+def test_recall_reads_only_the_callers_memories(
+    aloop: LoopThread, astore: AsyncMemoryStore, store: MemoryStore, tenant: str
+) -> None:
     seed(store, tenant)
-    server = build_server(store, identity=Identity(tenant, "alice"))
-    out = call(server, "recall_memories", {"query": "what is Alice's staging cluster called"})
+    server = build_server(astore, identity=Identity(tenant, "alice"))
+    out = call(
+        aloop, server, "recall_memories", {"query": "what is Alice's staging cluster called"}
+    )
     assert "kestrel" in out and "osprey" not in out
     assert "[user preference" in out and "[user fact" in out
-    sneaky = call(server, "recall_memories", {"query": "bob's staging cluster osprey user bob"})
+    sneaky = call(
+        aloop, server, "recall_memories", {"query": "bob's staging cluster osprey user bob"}
+    )
     assert "osprey" not in sneaky
-    empty = build_server(store, identity=Identity(tenant, "nobody"))
-    assert call(empty, "recall_memories", {"query": "staging cluster"}) == (
+    empty = build_server(astore, identity=Identity(tenant, "nobody"))
+    assert call(aloop, empty, "recall_memories", {"query": "staging cluster"}) == (
         "Nothing relevant is stored for this query."
     )
 
 
-def test_output_cap_keeps_whole_items(store: MemoryStore, tenant: str) -> None:
+def test_output_cap_keeps_whole_items(
+    aloop: LoopThread, astore: AsyncMemoryStore, store: MemoryStore, tenant: str
+) -> None:
     store.write_many(
         [
             MemoryCandidate(
@@ -133,38 +156,96 @@ def test_output_cap_keeps_whole_items(store: MemoryStore, tenant: str) -> None:
         ]
     )
     server = build_server(
-        store, identity=Identity(tenant, "alice"), limits=McpLimits(output_chars=1500)
+        astore, identity=Identity(tenant, "alice"), limits=McpLimits(output_chars=1500)
     )
-    out = call(server, "recall_memories", {"query": "preference"})
+    out = call(aloop, server, "recall_memories", {"query": "preference"})
     assert len(out) <= 1500
     body = out.split("\n")[1:]
     assert body and all(line.rstrip().endswith("detail") for line in body)
 
 
-def test_store_failure_and_timeout_answer_unavailable(store: MemoryStore, tenant: str) -> None:
-    down = unreachable_store()
+def test_store_failure_and_timeout_answer_unavailable(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
+) -> None:
+    down = unreachable(aloop)
     try:
         server = build_server(down, identity=Identity(tenant, "alice"))
-        assert call(server, "recall_memories", {"query": "anything"}) == UNAVAILABLE
+        assert call(aloop, server, "recall_memories", {"query": "anything"}) == UNAVAILABLE
     finally:
-        down.close()
+        aloop.run(down.close())
 
     class Slow:
         def __getattr__(self, name: str) -> Any:
-            return getattr(store, name)
+            return getattr(astore, name)
 
-        def recall(self, request: Any) -> Any:
-            time.sleep(1.5)
-            return store.recall(request)
+        async def recall(self, request: Any) -> Any:
+            await asyncio.sleep(1.5)
+            return await astore.recall(request)
 
     slow = build_server(
-        Slow(),
-        identity=Identity(tenant, "alice"),  # type: ignore[arg-type]
+        Slow(),  # type: ignore[arg-type]
+        identity=Identity(tenant, "alice"),
         limits=McpLimits(timeout_s=0.3),
     )
     started = time.perf_counter()
-    assert call(slow, "recall_memories", {"query": "anything"}) == UNAVAILABLE
+    assert call(aloop, slow, "recall_memories", {"query": "anything"}) == UNAVAILABLE
     assert time.perf_counter() - started < 1.4
+
+
+def _waiting_on_locks(engine: sa.Engine) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock'"
+                )
+            ).scalar_one()
+        )
+
+
+def test_timed_out_recall_stops_its_query_and_returns_the_connection(
+    aloop: LoopThread, db_url: str, store: MemoryStore, tenant: str
+) -> None:
+    seed(store, tenant)
+    # Database timeouts far beyond the tool's: only the server's cancellation can end the wait.
+    slow_db = aloop.run(
+        open_async_store(
+            db_url, HashEmbedder(), lock_timeout_ms=60_000, statement_timeout_ms=60_000
+        )
+    )
+    pool: Any = slow_db.engine.sync_engine.pool
+    server = build_server(
+        slow_db, identity=Identity(tenant, "alice"), limits=McpLimits(timeout_s=0.5)
+    )
+    holder = sa.create_engine(db_url)
+
+    async def stuck_then_free(lock_conn: sa.Connection) -> tuple[Any, float, float, Any]:
+        async with Client(server) as client:
+            started = time.monotonic()
+            stuck = await client.call_tool("recall_memories", {"query": "staging cluster"})
+            answered = time.monotonic() - started
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline and (pool.checkedout() or _waiting_on_locks(holder)):
+                await asyncio.sleep(0.02)
+            returned = time.monotonic() - started - answered
+            assert pool.checkedout() == 0  # every connection back in the pool
+            assert _waiting_on_locks(holder) == 0  # and the query gone from the server
+            lock_conn.rollback()
+            after = await client.call_tool("recall_memories", {"query": "staging cluster"})
+            return stuck, answered, returned, after
+
+    try:
+        with holder.connect() as lock_conn:
+            lock_conn.execute(sa.text("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE"))
+            stuck, answered, returned, after = aloop.run(stuck_then_free(lock_conn))
+    finally:
+        aloop.run(slow_db.close())
+        holder.dispose()
+    assert stuck.is_error and text_of(stuck) == UNAVAILABLE
+    assert answered < 3.0  # the 0.5 s timeout, not the database's 60 s
+    assert returned < 1.0
+    assert not after.is_error and "kestrel" in text_of(after)  # the pool is healthy
 
 
 # --- HTTP ------------------------------------------------------------------------------------
@@ -177,14 +258,16 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def http_server(store: MemoryStore, tenant: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+def http_server(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str, tmp_path: Path
+) -> Iterator[dict[str, Any]]:
     tokens = TokenFile(tmp_path / "tokens.json")
     alice = tokens.add(Identity(tenant, "alice"))
     bob = tokens.add(Identity(tenant, "bob"))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = build_server(
-        store, verifier=TokenFileVerifier(tokens), public_url=base, ingest_key=INGEST_KEY
+        astore, verifier=TokenFileVerifier(tokens), public_url=base, ingest_key=INGEST_KEY
     )
     config = uvicorn.Config(
         server.streamable_http_app(host="127.0.0.1"),
@@ -193,14 +276,13 @@ def http_server(store: MemoryStore, tenant: str, tmp_path: Path) -> Iterator[dic
         log_level="warning",
     )
     web = uvicorn.Server(config)
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
+    serving = aloop.submit(web.serve())  # on the store's loop
     deadline = time.time() + 10
     while not web.started and time.time() < deadline:
         time.sleep(0.05)
     yield {"base": base, "alice": alice, "bob": bob, "tokens": tokens}
     web.should_exit = True
-    thread.join(timeout=10)
+    serving.result(timeout=10)
 
 
 def http_call(base: str, token: str | None, tool: str, args: dict[str, Any]) -> str:
@@ -322,22 +404,21 @@ def test_stdio_server_subprocess(store: MemoryStore, tenant: str, db_url: str) -
     assert "osprey" in out and "kestrel" not in out
 
 
-def test_concurrent_recalls_are_capped(store: MemoryStore, tenant: str) -> None:
+def test_concurrent_recalls_are_capped(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
+) -> None:
     state = {"now": 0, "max": 0}
-    lock = threading.Lock()
 
     class Counting:
         def __getattr__(self, name: str) -> Any:
-            return getattr(store, name)
+            return getattr(astore, name)
 
-        def recall(self, request: Any) -> Any:
-            with lock:
-                state["now"] += 1
-                state["max"] = max(state["max"], state["now"])
-            time.sleep(0.2)
-            with lock:
-                state["now"] -= 1
-            return store.recall(request)
+        async def recall(self, request: Any) -> Any:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+            await asyncio.sleep(0.2)
+            state["now"] -= 1
+            return await astore.recall(request)
 
     server = build_server(
         Counting(),
@@ -357,54 +438,57 @@ def test_concurrent_recalls_are_capped(store: MemoryStore, tenant: str) -> None:
                     tg.start_soon(one)
             return results
 
-    results = anyio.run(go)
+    results = aloop.run(go())
     assert len(results) == 6 and UNAVAILABLE not in results
     assert state["max"] == 2
 
 
-def test_every_failure_answer_is_an_error_with_its_text(store: MemoryStore, tenant: str) -> None:
+def test_every_failure_answer_is_an_error_with_its_text(
+    aloop: LoopThread, astore: AsyncMemoryStore, store: MemoryStore, tenant: str
+) -> None:
     seed(store, tenant)
-    server = build_server(store, identity=Identity(tenant, "alice"))
-    down = unreachable_store()
+    server = build_server(astore, identity=Identity(tenant, "alice"))
+    down = unreachable(aloop)
 
     async def answers(target: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         async with Client(target) as client:
             return [await client.call_tool(name, args) for name, args in calls]
 
     try:
-        (unavailable,) = anyio.run(
-            answers,
-            build_server(down, identity=Identity(tenant, "alice")),
-            [("recall_memories", {"query": "x"})],
+        (unavailable,) = aloop.run(
+            answers(
+                build_server(down, identity=Identity(tenant, "alice")),
+                [("recall_memories", {"query": "x"})],
+            )
         )
     finally:
-        down.close()
+        aloop.run(down.close())
     assert unavailable.is_error and text_of(unavailable) == UNAVAILABLE
-    found, opened = anyio.run(
-        answers,
-        server,
-        [("recall_memories", {"query": "staging cluster"}), ("recallset_open", {})],
+    found, opened = aloop.run(
+        answers(server, [("recall_memories", {"query": "staging cluster"}), ("recallset_open", {})])
     )
-    (nothing,) = anyio.run(
-        answers,
-        build_server(store, identity=Identity(tenant, "nobody")),
-        [("recall_memories", {"query": "staging cluster"})],
+    (nothing,) = aloop.run(
+        answers(
+            build_server(astore, identity=Identity(tenant, "nobody")),
+            [("recall_memories", {"query": "staging cluster"})],
+        )
     )
     assert not found.is_error and "kestrel" in text_of(found)
     assert not nothing.is_error and text_of(nothing) == "Nothing relevant is stored for this query."
     memo = json.loads(text_of(opened))["memo"]
-    failures = anyio.run(
-        answers,
-        server,
-        [
-            ("recallset_read", {"memo": memo, "id": "r7"}),
-            ("recallset_mark", {"memo": memo, "id": "r7", "mark": "keep"}),
-            ("recallset_overview", {"memo": "memo_nope"}),
-            ("recallset_mark", {"memo": memo, "id": "r1", "mark": "galaxy"}),
-            ("recallset_add", {"memo": memo, "content": "   "}),
-            ("recallset_add", {"memo": memo}),
-            ("no_such_tool", {}),
-        ],
+    failures = aloop.run(
+        answers(
+            server,
+            [
+                ("recallset_read", {"memo": memo, "id": "r7"}),
+                ("recallset_mark", {"memo": memo, "id": "r7", "mark": "keep"}),
+                ("recallset_overview", {"memo": "memo_nope"}),
+                ("recallset_mark", {"memo": memo, "id": "r1", "mark": "galaxy"}),
+                ("recallset_add", {"memo": memo, "content": "   "}),
+                ("recallset_add", {"memo": memo}),
+                ("no_such_tool", {}),
+            ],
+        )
     )
     texts = [text_of(f) for f in failures]
     assert all(f.is_error for f in failures), texts
@@ -416,15 +500,15 @@ def test_every_failure_answer_is_an_error_with_its_text(store: MemoryStore, tena
 
 
 def test_work_in_flight_is_bounded_and_overflow_answers_busy(
-    store: MemoryStore, tenant: str
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
 ) -> None:
     class Slow:
         def __getattr__(self, name: str) -> Any:
-            return getattr(store, name)
+            return getattr(astore, name)
 
-        def recall(self, request: Any) -> Any:
-            time.sleep(0.4)
-            return store.recall(request)
+        async def recall(self, request: Any) -> Any:
+            await asyncio.sleep(0.4)
+            return await astore.recall(request)
 
     server = build_server(
         Slow(),  # type: ignore[arg-type]
@@ -447,7 +531,7 @@ def test_work_in_flight_is_bounded_and_overflow_answers_busy(
                     await anyio.sleep(0.02)  # arrive in order
         return out
 
-    answers = anyio.run(burst, 6)
+    answers = aloop.run(burst(6))
     busy = [a for a in answers if a[0] == BUSY]
     served = [a for a in answers if a[0] != BUSY]
     assert len(served) == 3 and len(busy) == 3  # one running, two waiting
@@ -461,5 +545,49 @@ def test_work_in_flight_is_bounded_and_overflow_answers_busy(
         limits=McpLimits(max_concurrent_recalls=1, queue_timeout_s=0.1),
     )
     server = impatient
-    answers = anyio.run(burst, 2)
+    answers = aloop.run(burst(2))
     assert sorted(a[0] == BUSY for a in answers) == [False, True]
+
+
+def test_a_stopping_server_ends_the_recalls_in_flight_with_an_error(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
+) -> None:
+    started: list[float] = []
+
+    class Stuck:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(astore, name)
+
+        async def recall(self, request: Any) -> Any:
+            started.append(time.monotonic())
+            await asyncio.sleep(30)  # far past the drain's grace
+            return await astore.recall(request)
+
+    drain = Drain()
+    server = build_server(
+        Stuck(),  # type: ignore[arg-type]
+        identity=Identity(tenant, "alice"),
+        limits=McpLimits(max_concurrent_recalls=2),
+        drain=drain,
+    )
+
+    async def go() -> tuple[list[Any], float, Any]:
+        async with Client(server) as client:
+            calls = [
+                asyncio.ensure_future(client.call_tool("recall_memories", {"query": "x"}))
+                for _ in range(4)  # two running, two waiting for a slot
+            ]
+            while len(started) < 2 or drain.in_flight < 4:
+                await asyncio.sleep(0.01)
+            stopping = time.monotonic()
+            await drain.drain(grace_s=0.2)
+            answers = await asyncio.gather(*calls)
+            took = time.monotonic() - stopping
+            late = await client.call_tool("recall_memories", {"query": "x"})
+            return answers, took, late
+
+    answers, took, late = aloop.run(go())
+    assert all(a.is_error and text_of(a) == STOPPING for a in answers)
+    assert took < 2.0  # the grace, not the 30 s of work
+    assert late.is_error and text_of(late) == STOPPING  # refused once stopping
+    assert drain.in_flight == 0

@@ -18,8 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from harness.mcp_server import Identity, MemoLimits, build_server
 from harness.mcp_server.sessions import MemoExpired, MemoNotFound, RecallSets
-from harness.memory import MemoryStore
+from harness.memory import AsyncMemoryStore
 
+from .loop_thread import LoopThread
 from .test_mcp import http_server, text_of  # noqa: F401  (fixture shared with test_mcp)
 
 MODES = ["auto", "legacy"]
@@ -160,9 +161,11 @@ async def memo_round_trip(connect: Any) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_memo_in_process(store: MemoryStore, tenant: str, mode: str) -> None:
-    server = build_server(store, identity=Identity(tenant, "alice"))
-    anyio.run(memo_round_trip, lambda: Client(server, mode=mode))
+def test_memo_in_process(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str, mode: str
+) -> None:
+    server = build_server(astore, identity=Identity(tenant, "alice"))
+    aloop.run(memo_round_trip(lambda: Client(server, mode=mode)))
 
 
 def http_client(base: str, token: str, mode: str) -> Any:
@@ -213,9 +216,11 @@ def test_memo_over_http_is_bound_to_the_token(
     anyio.run(across)
 
 
-def test_expired_memo_is_a_tool_error(store: MemoryStore, tenant: str) -> None:
+def test_expired_memo_is_a_tool_error(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
+) -> None:
     server = build_server(
-        store, identity=Identity(tenant, "alice"), memo_limits=MemoLimits(idle_s=0.2)
+        astore, identity=Identity(tenant, "alice"), memo_limits=MemoLimits(idle_s=0.2)
     )
 
     async def go() -> tuple[str, bool]:
@@ -224,18 +229,20 @@ def test_expired_memo_is_a_tool_error(store: MemoryStore, tenant: str) -> None:
             await anyio.sleep(0.5)
             return await tool(client, "recallset_overview", {"memo": json.loads(added)["memo"]})
 
-    text, error = anyio.run(go)
+    text, error = aloop.run(go())
     assert error and "expired" in text and "recallset_open" in text
 
 
-def test_a_failed_first_add_leaves_no_memo(store: MemoryStore, tenant: str) -> None:
-    server = build_server(store, identity=Identity(tenant, "alice"))
+def test_a_failed_first_add_leaves_no_memo(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str
+) -> None:
+    server = build_server(astore, identity=Identity(tenant, "alice"))
 
     async def go() -> tuple[str, bool]:
         async with Client(server) as client:
             return await tool(client, "recallset_add", {"content": "   "})
 
-    text, error = anyio.run(go)
+    text, error = aloop.run(go())
     assert error and text == "error: recallset_add: content: must be non-empty text"
     assert server.recallsets.open_count() == 0  # type: ignore[attr-defined]
 

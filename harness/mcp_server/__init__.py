@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from harness.mcp_server.identity import Identity, TokenFile, TokenFileVerifier, hash_token
-from harness.mcp_server.server import BUSY, UNAVAILABLE, McpLimits, build_server
+from harness.mcp_server.server import BUSY, STOPPING, UNAVAILABLE, McpLimits, build_server
 from harness.mcp_server.sessions import MemoLimits
 
 __all__ = [
     "BUSY",
+    "STOPPING",
     "UNAVAILABLE",
     "Identity",
     "McpLimits",

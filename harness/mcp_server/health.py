@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import anyio
-import anyio.to_thread
 from alembic.script import ScriptDirectory
 from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
@@ -19,8 +18,8 @@ from starlette.responses import JSONResponse, Response
 
 from harness._version import __version__
 from harness.errors import HarnessError, StoreError, StoreUnavailable
+from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.migrate import alembic_config, current_revision, recorded_revision
-from harness.memory.store import MemoryStore
 
 __all__ = ["Readiness", "add_health_routes", "check_readiness", "schema_head"]
 
@@ -55,23 +54,24 @@ def schema_head() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-def embedder_mode(store: MemoryStore) -> str:
+def embedder_mode(store: AsyncMemoryStore) -> str:
     """``hybrid (<model>)`` or ``lexical-only``."""
     return f"hybrid ({store.embedder.model_name})" if store.embedder else "lexical-only"
 
 
-def check_readiness(store: MemoryStore) -> Readiness:
-    """One read of the schema revision. Blocking; never raises on a store failure."""
+async def check_readiness(store: AsyncMemoryStore) -> Readiness:
+    """One read of the schema revision; never raises on a store failure. Cancelling it
+    cancels the query and returns the connection."""
     mode = embedder_mode(store)
     try:
         try:
-            with store.transaction("readiness check") as conn:
-                revision = recorded_revision(conn)
+            async with store.transaction("readiness check") as conn:
+                revision = await conn.run_sync(recorded_revision)
         except StoreUnavailable:
             raise
         except StoreError:  # no alembic_version table: ask the careful way
-            with store.transaction("readiness check") as conn:
-                revision = current_revision(conn)
+            async with store.transaction("readiness check") as conn:
+                revision = await conn.run_sync(current_revision)
     except HarnessError as exc:
         log.warning("not ready: %s", exc)
         return Readiness(False, mode, reason="database unreachable")
@@ -83,11 +83,13 @@ def check_readiness(store: MemoryStore) -> Readiness:
     return Readiness(True, mode, schema=revision)
 
 
-def add_health_routes(server: MCPServer, store: MemoryStore, *, timeout_s: float = 3.0) -> None:
+def add_health_routes(
+    server: MCPServer, store: AsyncMemoryStore, *, timeout_s: float = 3.0
+) -> None:
     """Serve ``GET /healthz`` and ``GET /readyz`` (no bearer token) from ``server``'s HTTP app.
 
     ``/readyz`` answers 503 with a reason when the database does not answer within
-    ``timeout_s`` (the check goes on in its thread; its connection returns to the pool).
+    ``timeout_s`` (the check is cancelled; its connection returns to the pool).
     """
 
     async def healthz(request: Request) -> Response:
@@ -96,9 +98,7 @@ def add_health_routes(server: MCPServer, store: MemoryStore, *, timeout_s: float
     async def readyz(request: Request) -> Response:
         verdict = Readiness(False, embedder_mode(store), reason="database did not answer")
         with anyio.move_on_after(timeout_s):
-            verdict = await anyio.to_thread.run_sync(
-                check_readiness, store, abandon_on_cancel=True
-            )
+            verdict = await check_readiness(store)
         return JSONResponse(verdict.as_json(), status_code=200 if verdict.ready else 503)
 
     server.custom_route("/healthz", methods=["GET"])(healthz)

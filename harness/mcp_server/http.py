@@ -1,11 +1,14 @@
 """Serving the MCP server over streamable HTTP: address parsing, the uvicorn config with a
-header read timeout and a shutdown grace period, and logging of authentication failures."""
+header read timeout and a shutdown grace period, a uvicorn server that ends the calls in flight
+when it stops, and logging of authentication failures."""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 import logging
+import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +21,7 @@ from harness.errors import InvalidInput
 __all__ = [
     "BEARER_CHALLENGE",
     "AuthFailureLog",
+    "DrainingServer",
     "HeaderTimeoutH11Protocol",
     "HttpOptions",
     "parse_http_address",
@@ -146,6 +150,23 @@ class AuthFailureLog:
             await send(message)
 
         await self.app(scope, receive, watch)
+
+
+class DrainingServer(uvicorn.Server):
+    """A uvicorn server that, on SIGINT/SIGTERM, also runs ``drain`` (end the calls in flight)
+    while it stops accepting and waits for open requests: a busy server then exits as soon as
+    those calls have answered, not when their slow work would have finished."""
+
+    def __init__(self, config: uvicorn.Config, drain: Callable[[], Awaitable[None]]):
+        super().__init__(config)
+        self._drain = drain
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        draining = asyncio.ensure_future(self._drain())
+        try:
+            await super().shutdown(sockets)
+        finally:
+            await draining
 
 
 def uvicorn_config(

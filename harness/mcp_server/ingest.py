@@ -7,14 +7,13 @@ import hmac
 import json
 from typing import Any
 
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from harness.errors import EmbeddingModelMismatch, InvalidInput, MemoryRejected, StoreError
 from harness.identifiers import identifier_problem
+from harness.memory.async_store import AsyncMemoryStore, AsyncWriteMany
 from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
-from harness.memory.store import MemoryStore, WriteMany
 from harness.memory.types import Memory, MemoryCandidate
 
 __all__ = ["IngestHandler"]
@@ -31,7 +30,7 @@ class IngestHandler:
     """A Starlette endpoint. The ingest key is compared in constant time; an
     ``Idempotency-Key`` header makes a retried request answer what the first one did."""
 
-    def __init__(self, store: MemoryStore, ingest_key: str):
+    def __init__(self, store: AsyncMemoryStore, ingest_key: str):
         if len(ingest_key) < 16:
             raise InvalidInput("ingest key: at least 16 characters", fields=("ingest_key",))
         self.store = store
@@ -73,27 +72,31 @@ class IngestHandler:
             return _error(400, f"Idempotency-Key: {problem}", fields=["Idempotency-Key"])
         digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()
         try:
-            return await anyio.to_thread.run_sync(self._write, candidates, key, digest)
+            return await self._write(candidates, key, digest)
         except (StoreError, EmbeddingModelMismatch) as exc:
             return _error(503, f"memory store unavailable: {exc}")
 
-    def _write(self, candidates: list[MemoryCandidate], key: str | None, digest: str) -> Response:
+    async def _write(
+        self, candidates: list[MemoryCandidate], key: str | None, digest: str
+    ) -> Response:
         if key is None:
-            answer = self._attempt(candidates, self.store.write_many)
+            answer = await self._attempt(candidates, self.store.write_many)
             return JSONResponse(answer.payload, status_code=answer.code)
         tenant = candidates[0].tenant
-        result = self.store.idempotent(
-            tenant, key, digest, lambda write_many: self._attempt(candidates, write_many)
-        )
+
+        async def attempt(write_many: AsyncWriteMany) -> Answer:
+            return await self._attempt(candidates, write_many)
+
+        result = await self.store.idempotent(tenant, key, digest, attempt)
         status, payload = _http(result)
         headers = {"Idempotent-Replayed": "true" if result.replayed else "false"}
         return JSONResponse(payload, status_code=status, headers=headers)
 
     @staticmethod
-    def _attempt(candidates: list[MemoryCandidate], write_many: WriteMany) -> Answer:
+    async def _attempt(candidates: list[MemoryCandidate], write_many: AsyncWriteMany) -> Answer:
         """The HTTP answer to one write attempt; its code is the response status."""
         try:
-            written = write_many(candidates)
+            written = await write_many(candidates)
         except MemoryRejected as exc:
             return Answer(422, {"error": exc.reason, "rule": exc.rule, "index": exc.index})
         except InvalidInput as exc:

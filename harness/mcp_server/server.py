@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -20,17 +19,28 @@ from harness._version import __version__
 from harness.mcp_server.identity import Identity, TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
+from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.recall import RecallResult
-from harness.memory.store import MemoryStore
 from harness.memory.types import RecallRequest
 from harness.recallset import RecallSetTools
 
-__all__ = ["BUSY", "UNAVAILABLE", "McpLimits", "RecallLoad", "answer", "build_server", "text_of"]
+__all__ = [
+    "BUSY",
+    "STOPPING",
+    "UNAVAILABLE",
+    "Drain",
+    "McpLimits",
+    "RecallLoad",
+    "answer",
+    "build_server",
+    "text_of",
+]
 
 log = logging.getLogger(__name__)
 
 UNAVAILABLE = "Memory is unavailable right now; continue without it."
 BUSY = "Memory is busy right now; continue without it, or ask again in a moment."
+STOPPING = "Memory is shutting down; continue without it."
 NOTHING = "Nothing relevant is stored for this query."
 HEADER = "Stored memories (scope kind | origin | date):\n"
 
@@ -61,11 +71,48 @@ def text_of(result: CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
+class Drain:
+    """The recalls in flight, so a stopping server can end them at once.
+
+    :meth:`drain` (from the server's shutdown) refuses new recalls, lets running ones finish
+    for ``grace_s``, then cancels the rest (their queries with them); each such call answers
+    :data:`STOPPING` as a tool error, so no client is left waiting on a closing server.
+    """
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self._scopes: set[anyio.CancelScope] = set()
+
+    @property
+    def in_flight(self) -> int:
+        """Recalls running or waiting for a slot."""
+        return len(self._scopes)
+
+    def track(self, scope: anyio.CancelScope) -> None:
+        """Count ``scope`` in flight until :meth:`untrack`; cancel it at once when stopping."""
+        self._scopes.add(scope)
+        if self.stopping:
+            scope.cancel()
+
+    def untrack(self, scope: anyio.CancelScope) -> None:
+        self._scopes.discard(scope)
+
+    async def drain(self, grace_s: float) -> None:
+        """Refuse new recalls; after ``grace_s`` cancel those still in flight. Idempotent."""
+        self.stopping = True
+        with anyio.move_on_after(grace_s):
+            while self._scopes:
+                await anyio.sleep(0.01)
+        for scope in list(self._scopes):
+            scope.cancel()
+
+
 @dataclass(frozen=True)
 class McpLimits:
     """Per-server limits: recalls running at once and waiting for a slot (more, or a wait
     past ``queue_timeout_s``, answer "busy" at once instead of queueing without limit), the
-    per-call timeout, the output cap (whole items)."""
+    per-call timeout, the output cap (whole items), and how long recalls in flight may finish
+    once the server is stopping."""
 
     max_concurrent_recalls: int = 4
     max_waiting_recalls: int = 16
@@ -74,10 +121,11 @@ class McpLimits:
     output_chars: int = 4000
     max_items: int = 20
     max_item_chars: int = 1000
+    drain_grace_s: float = 0.3
 
 
 def build_server(
-    store: MemoryStore,
+    store: AsyncMemoryStore,
     *,
     identity: Identity | None = None,
     verifier: TokenFileVerifier | None = None,
@@ -85,12 +133,16 @@ def build_server(
     ingest_key: str | None = None,
     limits: McpLimits | None = None,
     memo_limits: MemoLimits | None = None,
+    drain: Drain | None = None,
 ) -> MCPServer:
     """An MCPServer over ``store``.
 
     Identity comes from ``identity`` (stdio: the launch configuration) or, over HTTP, from the
     bearer token checked by ``verifier`` (``public_url`` is then this server's base URL).
-    RecallSet memos live in this process, bound to the caller (``memo_limits``).
+    RecallSet memos live in this process, bound to the caller (``memo_limits``). ``drain``
+    (the server's shutdown holds it) ends the recalls in flight when the server stops.
+    Store calls run on the event loop the server is served on (the store's own loop); a
+    recall past ``limits.timeout_s`` is cancelled, its query with it.
     Agents cannot write long-term memory here; ``ingest_key`` enables ``POST /v1/memories``
     for trusted services. No IO until a tool is called.
     """
@@ -122,6 +174,7 @@ def build_server(
     recall_slots = anyio.Semaphore(lim.max_concurrent_recalls)
     recallsets = RecallSets(memo_limits)
     load = RecallLoad()
+    drain = drain or Drain()
 
     def caller() -> Identity:
         if identity is not None:
@@ -169,21 +222,29 @@ def build_server(
             max_items=lim.max_items,
             max_item_chars=lim.max_item_chars,
         )
-        if not await take_slot():
-            return answer(BUSY, is_error=True)
-        try:
-            with anyio.fail_after(lim.timeout_s):
-                result: RecallResult = await anyio.to_thread.run_sync(
-                    store.recall, request, abandon_on_cancel=True
-                )
-        except TimeoutError:
-            log.warning("recall timed out after %.1fs", lim.timeout_s)
-            return answer(UNAVAILABLE, is_error=True)
-        except Exception as exc:  # the agent must keep working without memory
-            log.warning("recall failed: %s", exc)
-            return answer(UNAVAILABLE, is_error=True)
-        finally:
-            recall_slots.release()
+        result: RecallResult | None = None
+        # Cancelling the coroutine (timeout, or a stopping server) cancels its query on the
+        # server and returns the connection to the pool: it leaves no work behind.
+        with anyio.CancelScope() as stop_scope:
+            drain.track(stop_scope)
+            try:
+                if not await take_slot():
+                    return answer(BUSY, is_error=True)
+                try:
+                    with anyio.fail_after(lim.timeout_s):
+                        result = await store.recall(request)
+                finally:
+                    recall_slots.release()
+            except TimeoutError:
+                log.warning("recall timed out after %.1fs", lim.timeout_s)
+                return answer(UNAVAILABLE, is_error=True)
+            except Exception as exc:  # the agent must keep working without memory
+                log.warning("recall failed: %s", exc)
+                return answer(UNAVAILABLE, is_error=True)
+            finally:
+                drain.untrack(stop_scope)
+        if result is None:  # cancelled by a stopping server
+            return answer(STOPPING, is_error=True)
         if result.degraded:
             return answer(UNAVAILABLE, is_error=True)
         if not result.items:
@@ -262,4 +323,5 @@ def build_server(
 
     server.recallsets = recallsets  # type: ignore[attr-defined]
     server.recall_load = load  # type: ignore[attr-defined]
+    server.drain = drain  # type: ignore[attr-defined]
     return server

@@ -42,6 +42,7 @@ from harness.memory.guard import Guard, default_guard
 from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
 from harness.memory.ops import run_async
+from harness.memory.query_batch import QueryBatcher
 from harness.memory.ranking import RankingConfig, Scored
 from harness.memory.read_routing import AsyncReads, read_router
 from harness.memory.recall import RecallResult
@@ -50,7 +51,6 @@ from harness.memory.retrieval import (
     Retriever,
     cached_query_vector,
     coerce_request,
-    query_vector,
     recall_failed,
 )
 from harness.memory.rls import assume_app_role
@@ -131,6 +131,8 @@ class AsyncMemoryStore:
         self.embedder_choice: EmbedderChoice | None = None
         self.retriever = Retriever(RankingConfig(top_n=settings.recall_top_n))
         self.runs = AsyncRunRecords(self.transaction)
+        # concurrent recalls share model calls: queries waiting together are embedded together
+        self._query_batcher = QueryBatcher(self._embed_queries)
 
     # --- construction --------------------------------------------------------------------------
 
@@ -417,10 +419,16 @@ class AsyncMemoryStore:
         cached = cached_query_vector(self.embedder, query, cache)
         if cached is not None or self.embedder is None or not query.strip():
             return cached
-        vector = await asyncio.to_thread(query_vector, self.embedder, query)
+        vector = await self._query_batcher.vector(query)
         if vector is not None:
             cache.put(self.embedder.model_name, query, vector)
         return vector
+
+    def _embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        embedder = self.embedder
+        if embedder is None:  # switched to lexical-only meanwhile: full-text for these
+            raise StoreUnavailable("no embedding model")
+        return embedder.embed(texts)
 
     async def signals(
         self, request: RecallRequest | Mapping[str, Any], *, use_vector: bool = True
