@@ -388,8 +388,9 @@ def mcp(
 
     Over stdio the caller is fixed by --tenant/--user (or HARNESS_MCP_TENANT/_USER); over
     HTTP each bearer token maps to its caller (see `harness-memory mcp-token`), and
-    /healthz and /readyz answer without a token. SIGTERM or SIGINT stops accepting, lets
-    in-flight calls finish (10 s grace) and releases the store.
+    /healthz and /readyz answer without a token. SIGTERM or SIGINT stops accepting, gives
+    in-flight calls a short grace (0.3 s), answers the rest "Memory is shutting down" as a tool
+    error, and releases the store.
     """
     from harness.mcp_server import Identity
     from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config
