@@ -136,6 +136,8 @@ def joined_lines(text: str) -> tuple[str, Callable[[int], int]]:
 
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
 _HEX_TOKEN = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){10,})")
+# every hex token holds 20 hex digits in a row: one cheap search decides whether to look further
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{20}")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
@@ -174,7 +176,7 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
                 if readable is not None and len(readable) >= 8:
                     yield readable, "base64", text.find(token)
                     break
-        if len(word) < 20:
+        if len(word) < 20 or _HEX_RUN.search(word) is None:
             continue  # a hex token is 20 digits or more
         for m in _HEX_TOKEN.finditer(word):
             readable = _readable(bytes.fromhex(m.group(1)))
