@@ -278,6 +278,8 @@ class RuleSet:
         self._vendor = tuple(r for r in rules if r.tokens and r.trigger is not None)
         self._generic = tuple(r for r in rules if r.tokens and r.trigger is None)
         self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)
+        # what the anchored pass needs of each rule, read once here rather than per candidate
+        self._matchers = tuple((r.pattern, r._variants or None, r.accept) for r in rules)
 
     def find(
         self, text: str, allow: Callable[[GuardRule], bool] | None = None
@@ -357,20 +359,22 @@ class RuleSet:
                     add((i, n))
             if back:
                 earlier = _earlier_starts(text, i)
+                if not earlier:
+                    continue
                 for n, starts in back:
                     if allowed is None or n in allowed:
                         for e in earlier:
                             if starts is None or low.startswith(starts.get(low[e], ()), e):
                                 add((e, n))
+        matchers = self._matchers
         for start, n in sorted(candidates):
-            rule = rules[n]
-            pattern = rule.pattern
-            if rule._variants:
-                found = rule._variants.get(low[start : start + 2], pattern)
-                pattern = rule.pattern_for(low[start:]) if isinstance(found, str) else found
+            pattern, variants, accept = matchers[n]
+            if variants is not None:
+                found = variants.get(low[start : start + 2], pattern)
+                pattern = rules[n].pattern_for(low[start:]) if isinstance(found, str) else found
             m = pattern.match(text, start)
-            if m is not None and (rule.accept is None or rule.accept(m)):
-                return rule, m
+            if m is not None and (accept is None or accept(m)):
+                return rules[n], m
         return None
 
     def _allowed(self, allow: Callable[[GuardRule], bool] | None) -> frozenset[int] | None:

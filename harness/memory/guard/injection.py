@@ -58,8 +58,11 @@ def aimed_at_reader(text: str, start: int) -> bool:
 def _fake_header(m: re.Match[str]) -> bool:
     if m.group("rest") is not None:
         # "System: ..." only counts at the start of a line or sentence
-        before = m.string[: m.start()].rstrip(" \t#*>")
-        if before and before[-1] not in '.:;!?"“\n':
+        # the character before the header, skipping " \t#*>" (without copying the text)
+        text, k = m.string, m.start()
+        while k and text[k - 1] in " \t#*>":
+            k -= 1
+        if k and text[k - 1] not in '.:;!?"“\n':
             return False
     return _ORDER_CUE.search("".join(g for g in m.groups() if g)) is not None
 

@@ -6,7 +6,6 @@ cheap path matters: plain ASCII text without line breaks or long tokens gets no 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 import unicodedata
@@ -136,7 +135,10 @@ def joined_lines(text: str) -> tuple[str, Callable[[int], int]]:
 
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
 _HEX_TOKEN = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){10,})")
+# every hex token holds 20 hex digits in a row: one cheap search decides whether to look further
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{20}")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
 def _readable(data: bytes) -> str | None:
@@ -164,17 +166,22 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
             if token.islower() or token.isupper() or token.isalpha() or token.isdigit():
                 continue
             body = token.rstrip("=")
-            padded = body + "=" * (-len(body) % 4)
-            for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            data = (body + "=" * (-len(body) % 4)).encode("ascii")
+            # base64.b64decode, then base64.urlsafe_b64decode (the same bytes unless the token
+            # holds "-" or "_"), without their per-call conversions
+            urlsafe = data.translate(_URLSAFE) if "-" in body or "_" in body else None
+            for encoded in (data, urlsafe):
+                if encoded is None:
+                    continue
                 try:
-                    raw = decode(padded)
+                    raw = binascii.a2b_base64(encoded, strict_mode=False)
                 except (binascii.Error, ValueError):
                     continue
                 readable = _readable(raw)
                 if readable is not None and len(readable) >= 8:
                     yield readable, "base64", text.find(token)
                     break
-        if len(word) < 20:
+        if len(word) < 20 or _HEX_RUN.search(word) is None:
             continue  # a hex token is 20 digits or more
         for m in _HEX_TOKEN.finditer(word):
             readable = _readable(bytes.fromhex(m.group(1)))

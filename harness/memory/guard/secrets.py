@@ -175,11 +175,6 @@ def _labelled_secret(m: re.Match[str]) -> bool:
             bool(quote) and len(value) >= 16 and len(set(value)) >= 8
         )
     letters_only = value.replace("-", "").replace("_", "").isalpha()
-    mixed = (
-        any(c.isdigit() for c in value)
-        + any(c in _SYMBOLS for c in value)
-        + (value != value.lower() and value != value.upper())
-    )
     if label == "pin":
         return value.isdigit() and len(value) >= 4 and sep in {":", "=", "：", "is"}
     if value.isdigit():
@@ -187,7 +182,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     if spaced and label.startswith("secret"):
         return False  # "kubectl get secret app-creds", "secret manager": a noun, not a label
     if spaced or between:
-        return len(value) >= 6 and mixed >= 1 and not letters_only
+        return len(value) >= 6 and not letters_only and _mixed(value) >= 1
     if quote:
         return len(value) >= 3
     if value.lower() in _PROSE or len(value) < 4:
@@ -199,7 +194,16 @@ def _labelled_secret(m: re.Match[str]) -> bool:
             r"(?:ed|ing|ly|ment|tion|able|ible|ung|ment|ción|ção)$", value.lower()
         )
         return ends_clause and not prose_form
-    return len(value) >= 6 or mixed >= 1
+    return len(value) >= 6 or _mixed(value) >= 1
+
+
+def _mixed(value: str) -> int:
+    """How many of digits, symbols and mixed case ``value`` shows (0-3)."""
+    return (
+        any(c.isdigit() for c in value)
+        + any(c in _SYMBOLS for c in value)
+        + (value != value.lower() and value != value.upper())
+    )
 
 
 _LABEL_RULE = GuardRule(
