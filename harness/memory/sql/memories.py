@@ -156,13 +156,12 @@ def active_for_keys(
         .join(
             memories,
             and_(
-                m.tenant == tenant,
                 m.scope == u.c.scope,
                 m.scope_id == u.c.scope_id,
                 m.memory_key == u.c.memory_key,
             ),
         )
-        .where(m.status == Status.ACTIVE.value)
+        .where(m.tenant == tenant, m.status == Status.ACTIVE.value)
         .with_for_update(of=memories)
     )
 
@@ -183,7 +182,6 @@ def active_with_fingerprints(
         .join(
             memories,
             and_(
-                m.tenant == tenant,
                 m.scope == u.c.scope,
                 m.scope_id == u.c.scope_id,
                 m.fingerprint == u.c.fingerprint,
@@ -191,6 +189,7 @@ def active_with_fingerprints(
             ),
         )
         .where(
+            m.tenant == tenant,
             m.memory_key.is_(None),
             m.status.in_([Status.ACTIVE.value, Status.PENDING_APPROVAL.value]),
         )
