@@ -153,3 +153,28 @@ def test_restart_when_the_killed_postmaster_stays_a_zombie(home: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "zombie True" in done.stdout and "read ok" in done.stdout
     assert wait_for(lambda: postmaster_pid(home) is None)
+
+
+def test_a_connected_store_survives_a_restart_of_the_embedded_server(home: Path) -> None:
+    """Pooled connections to a server that went away are replaced at the next checkout (no
+    ping per checkout): the store keeps working once the server is back."""
+    settings = Settings.from_env(home=home)
+    store = MemoryStore.connect(settings=settings, embedder=None)
+    try:
+        before = store.write(
+            MemoryCandidate(tenant="t", scope="user", scope_id="u", kind="fact", content="one")
+        )
+        crashed = postmaster_pid(home)
+        assert crashed is not None
+        os.kill(crashed, signal.SIGKILL)
+        assert wait_for(lambda: postmaster_pid(home) is None)
+        embedded_url(home)  # another user of the home starts it again
+        assert postmaster_pid(home) not in (None, crashed)
+
+        after = store.write(
+            MemoryCandidate(tenant="t", scope="user", scope_id="u", kind="fact", content="two")
+        )
+        assert store.get(before.id, tenant="t") is not None
+        assert store.get(after.id, tenant="t").content == "two"  # type: ignore[union-attr]
+    finally:
+        store.close()

@@ -46,6 +46,12 @@ ROUTED: dict[str, Callable[[], Any]] = {
     "memories.active_with_fingerprint": lambda: memories_sql.active_with_fingerprint(
         "t", Scope.USER, "u", Kind.FACT, "f"
     ),
+    "memories.active_for_keys": lambda: memories_sql.active_for_keys("t", ["user"], ["u"], ["k"]),
+    "memories.active_with_fingerprints": lambda: memories_sql.active_with_fingerprints(
+        "t", ["user"], ["u"], ["fact"], ["f"]
+    ),
+    "memories.insert_memories": memories_sql.insert_memories,
+    "memories.supersede_many": lambda: memories_sql.supersede_many("t", [(ID, ID)]),
     "memories.approval_audit": lambda: memories_sql.approval_audit("t"),
     "memories.by_id": lambda: memories_sql.by_id("t", ID, for_update=True),
     "memories.delete_by_id": lambda: memories_sql.delete_by_id("t", ID),

@@ -35,7 +35,13 @@ from harness.memory.checks import (
     scope_key,
     validate_candidates,
 )
-from harness.memory.connecting import AUTO, engine_options, pick_embedder, resolve_url
+from harness.memory.connecting import (
+    AUTO,
+    engine_options,
+    pick_embedder,
+    resolve_url,
+    watch_pooled_connections,
+)
 from harness.memory.db import translate_errors
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
@@ -166,6 +172,7 @@ class AsyncMemoryStore:
         await asyncio.to_thread(_migrate, full_url, mode, settings.app_role)
         engine = create_async_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine.sync_engine, "connect", assume_app_role)
+        watch_pooled_connections(engine.sync_engine)
         reads = AsyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
             await reads.probe()

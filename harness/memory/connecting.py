@@ -3,18 +3,38 @@ except what the embedded default and model loading do, which callers run off the
 
 from __future__ import annotations
 
+import select
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.pool import PoolProxiedConnection
 
 from harness.memory.db import normalize_url
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.model_choice import choose_model
 from harness.settings import Settings
 
-__all__ = ["AUTO", "EmbedderPick", "engine_options", "pick_embedder", "resolve_url"]
+__all__ = [
+    "AUTO",
+    "POOL_RECYCLE_S",
+    "EmbedderPick",
+    "engine_options",
+    "pick_embedder",
+    "resolve_url",
+    "watch_pooled_connections",
+]
+
+#: Pooled connections older than this are replaced at checkout: a connection a firewall or
+#: load balancer dropped without a word (nothing to see on its socket) lives at most this long.
+POOL_RECYCLE_S = 300
+
+#: Where ``poll`` exists, a pooled connection's socket is looked at instead of pinging it.
+_CAN_POLL = hasattr(select, "poll")
 
 
 class _Auto:
@@ -48,7 +68,9 @@ def engine_options(settings: Settings, url: str | None = None) -> dict[str, Any]
     return {
         "pool_size": settings.pool_size,
         "max_overflow": settings.pool_size,
-        "pool_pre_ping": True,
+        # A round trip per checkout otherwise; see watch_pooled_connections.
+        "pool_pre_ping": not _CAN_POLL,
+        "pool_recycle": POOL_RECYCLE_S,
         "pool_timeout": 10,
         "connect_args": {
             "connect_timeout": 5,
@@ -57,6 +79,30 @@ def engine_options(settings: Settings, url: str | None = None) -> dict[str, Any]
             f"-c lock_timeout={settings.lock_timeout_ms}",
         },
     }
+
+
+def watch_pooled_connections(engine: Engine) -> None:
+    """Replace, at checkout, a pooled connection whose server has hung up (restart, crash,
+    ``pg_terminate_backend``, idle timeout): side effect, a listener on ``engine``'s pool.
+
+    An idle connection has nothing to read; a server that ends it sends a notice or closes the
+    socket, which a zero-timeout ``poll`` sees without a round trip (``pool_pre_ping`` costs
+    one per checkout). SQLAlchemy then discards it and checks out another, reconnecting.
+    Pass ``AsyncEngine.sync_engine`` for an asyncio engine.
+    """
+    if _CAN_POLL:
+        event.listen(engine, "checkout", _drop_if_hung_up)
+
+
+def _drop_if_hung_up(dbapi_connection: Any, record: Any, proxy: PoolProxiedConnection) -> None:
+    try:
+        fd = proxy.driver_connection.fileno()  # type: ignore[union-attr]
+    except psycopg.Error as exc:
+        raise DisconnectionError("the pooled connection is closed") from exc
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+    if poller.poll(0):
+        raise DisconnectionError("the server ended this pooled connection")
 
 
 @dataclass(frozen=True)

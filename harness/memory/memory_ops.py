@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -55,7 +56,12 @@ def write_validated(
     embedder: Embedder | None,
     now: datetime,
 ) -> Op[list[Memory]]:
-    """Write validated candidates; the transaction admits ``tenant`` (switched per candidate)."""
+    """Write validated candidates; the transaction admits ``tenant`` (switched per tenant).
+
+    The stored state and the answers are those of writing the candidates one by one in order
+    (a later candidate sees the earlier ones), in a few round trips per tenant: the batch's
+    lookups, one supersede, one multi-row insert.
+    """
     if pairs is not None and embedder is not None:
         yield from vectors.claim_model(embedder)
     # Every lock this batch needs, in one global order: concurrent batches cannot deadlock,
@@ -63,50 +69,137 @@ def write_validated(
     names = sorted({n for n in map(lock_name, cands) if n is not None})
     if names:
         yield sql.lock_names(names)
-    written: list[Memory] = []
+    positions: dict[str, list[int]] = {}
     for i, cand in enumerate(cands):
-        if cand.tenant != tenant:
-            tenant = cand.tenant
+        positions.setdefault(cand.tenant, []).append(i)
+    written: dict[int, Memory] = {}
+    for each_tenant, where in positions.items():
+        if each_tenant != tenant:
+            tenant = each_tenant
             yield sql.set_tenant(tenant)
-        vector = pairs[0][i] if pairs else None
-        context_vector = pairs[1][i] if pairs else None
-        written.append((yield from _write_one(cand, vector, context_vector, now)))
-    return written
+        batch = [
+            _Pending(cands[i], pairs[0][i] if pairs else None, pairs[1][i] if pairs else None)
+            for i in where
+        ]
+        answers = yield from _write_tenant(each_tenant, batch, now)
+        written.update(zip(where, answers, strict=True))
+    return [written[i] for i in range(len(cands))]
 
 
-def _write_one(
+@dataclass(frozen=True)
+class _Pending:
+    cand: MemoryCandidate
+    vector: list[float] | None
+    context_vector: list[float] | None
+
+
+_KeyOf = tuple[str, str, str]  # scope, scope_id, memory_key
+_ContentOf = tuple[str, str, str, str]  # scope, scope_id, kind, fingerprint
+
+
+def _waits_for_approval(cand: MemoryCandidate) -> bool:
+    return cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS
+
+
+def _write_tenant(tenant: str, batch: list[_Pending], now: datetime) -> Op[list[Memory]]:
+    """One tenant's part of a batch (the caller holds every lock it needs)."""
+    fps = [fingerprint(p.cand.content) for p in batch]
+    keys = sorted(
+        {
+            (p.cand.scope.value, p.cand.scope_key, p.cand.key)
+            for p in batch
+            if p.cand.key is not None and not _waits_for_approval(p.cand)
+        }
+    )
+    contents = sorted(
+        {
+            (p.cand.scope.value, p.cand.scope_key, p.cand.kind.value, fp)
+            for p, fp in zip(batch, fps, strict=True)
+            if p.cand.key is None
+        }
+    )
+    active_by_key: dict[_KeyOf, uuid.UUID] = {}
+    if keys:
+        scopes, scope_ids, memory_keys = zip(*keys, strict=True)
+        found = yield sql.active_for_keys(tenant, scopes, scope_ids, memory_keys)
+        for row in found.mappings().all():
+            active_by_key.setdefault((row["scope"], row["scope_id"], row["memory_key"]), row["id"])
+    # Per content, the item a one-by-one write would find: an active one before a pending one.
+    same_content: dict[_ContentOf, tuple[uuid.UUID, Status]] = {}
+    stored: dict[uuid.UUID, Memory] = {}
+    if contents:
+        found = yield sql.active_with_fingerprints(tenant, *zip(*contents, strict=True))
+        for row in found.mappings().all():
+            content_of = (row["scope"], row["scope_id"], row["kind"], row["fingerprint"])
+            if content_of not in same_content:
+                same_content[content_of] = (row["id"], Status(row["status"]))
+                stored[row["id"]] = memory_from_row(row)
+
+    new_rows: dict[uuid.UUID, dict[str, Any]] = {}
+    superseded_stored: list[tuple[uuid.UUID, uuid.UUID]] = []
+    answer_ids: list[uuid.UUID] = []
+    for p, fp in zip(batch, fps, strict=True):
+        cand = p.cand
+        pending = _waits_for_approval(cand)
+        new_id = uuid.uuid4()
+        supersedes: uuid.UUID | None = None
+        if cand.key is None:
+            content_of = (cand.scope.value, cand.scope_key, cand.kind.value, fp)
+            existing = same_content.get(content_of)
+            if existing is not None:
+                existing_id, existing_status = existing
+                if pending or existing_status is Status.ACTIVE:
+                    answer_ids.append(existing_id)
+                    continue
+                # A deliberate write of what an automatic one proposed: it takes effect now
+                # and the waiting proposal is closed as superseded by it (linked both ways).
+                supersedes = existing_id
+                log.info("write %s supersedes identical pending memory %s", new_id, supersedes)
+            status = Status.PENDING_APPROVAL if pending else Status.ACTIVE
+            same_content[content_of] = (new_id, status)
+        elif not pending:
+            key_of = (cand.scope.value, cand.scope_key, cand.key)
+            supersedes = active_by_key.get(key_of)
+            active_by_key[key_of] = new_id
+        if supersedes in new_rows:
+            # Written earlier in this batch: it goes in already closed (one active per key).
+            new_rows[supersedes].update(status=Status.SUPERSEDED.value, superseded_by=new_id)
+        elif supersedes is not None:
+            superseded_stored.append((supersedes, new_id))
+        new_rows[new_id] = _row(cand, new_id, fp, supersedes, p, now)
+        answer_ids.append(new_id)
+
+    if superseded_stored:
+        # Before the insert: the unique index admits one active item per key.
+        yield sql.supersede_many(tenant, superseded_stored)
+    if new_rows:
+        inserted = yield sql.insert_memories(), list(new_rows.values())
+        for row in inserted.mappings().all():
+            # Answer as a one-by-one write did: the row as inserted, before this batch's later
+            # candidates superseded it.
+            initial = Status.PENDING_APPROVAL if _waits_for_approval_row(row) else Status.ACTIVE
+            as_written = {**row, "status": initial.value, "superseded_by": None}
+            stored[row["id"]] = memory_from_row(as_written)
+    return [stored[i] for i in answer_ids]
+
+
+def _waits_for_approval_row(row: Any) -> bool:
+    return bool(
+        row["scope"] == Scope.PLATFORM.value
+        and row["origin"] in {o.value for o in AUTOMATIC_ORIGINS}
+    )
+
+
+def _row(
     cand: MemoryCandidate,
-    vector: list[float] | None,
-    context_vector: list[float] | None,
+    new_id: uuid.UUID,
+    fp: str,
+    supersedes: uuid.UUID | None,
+    p: _Pending,
     now: datetime,
-) -> Op[Memory]:
-    pending = cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS
-    fp = fingerprint(cand.content)
-    new_id = uuid.uuid4()
-    supersedes: uuid.UUID | None = None
-    if cand.key is None:
-        existing = (
-            (
-                yield sql.active_with_fingerprint(
-                    cand.tenant, cand.scope, cand.scope_key, cand.kind, fp
-                )
-            )
-            .mappings()
-            .first()
-        )
-        if existing is not None:
-            if pending or existing["status"] == Status.ACTIVE.value:
-                return memory_from_row(existing)
-            # A deliberate write of what an automatic one proposed: it takes effect now and
-            # the waiting proposal is closed as superseded by it (linked both ways).
-            supersedes = existing["id"]
-            yield sql.supersede(cand.tenant, existing["id"], new_id)
-            log.info("write %s supersedes identical pending memory %s", new_id, supersedes)
-    elif not pending:
-        supersedes = yield from _supersede_active(
-            cand.tenant, cand.scope, cand.scope_key, cand.key, new_id
-        )
-    row = {
+) -> dict[str, Any]:
+    pending = _waits_for_approval(cand)
+    return {
         "id": new_id,
         "tenant": cand.tenant,
         "scope": cand.scope.value,
@@ -123,11 +216,11 @@ def _write_one(
         "created_at": now,
         "expires_at": cand.expires_at,
         "supersedes": supersedes,
+        "superseded_by": None,
         "fingerprint": fp,
-        "embedding": vector,
-        "context_embedding": context_vector,
+        "embedding": p.vector,
+        "context_embedding": p.context_vector,
     }
-    return memory_from_row((yield sql.insert_memory(row)).mappings().one())
 
 
 def _supersede_active(

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from harness.errors import StoreMisconfigured, StoreUnavailable
 from harness.memory import sql
-from harness.memory.connecting import engine_options
+from harness.memory.connecting import engine_options, watch_pooled_connections
 from harness.memory.db import URL_SETTING, redact_url, translate_errors
 from harness.memory.ops import Op, run_async, run_sync
 from harness.memory.replicas import READ_URL_SETTING, ReadRouter, lsn_int, replica_read
@@ -106,6 +106,7 @@ class SyncReads:
         for url in self.urls:
             engine = sa.create_engine(url, **_replica_options(settings, url))
             sa.event.listen(engine, "connect", assume_app_role)
+            watch_pooled_connections(engine)
             self.engines.append(engine)
 
     def probe(self) -> None:
@@ -180,6 +181,7 @@ class AsyncReads:
         for url in self.urls:
             engine = create_async_engine(url, **_replica_options(settings, url))
             sa.event.listen(engine.sync_engine, "connect", assume_app_role)
+            watch_pooled_connections(engine.sync_engine)
             self.engines.append(engine)
 
     async def probe(self) -> None:

@@ -25,7 +25,13 @@ from harness.memory.checks import (
     scope_key,
     validate_candidates,
 )
-from harness.memory.connecting import AUTO, engine_options, pick_embedder, resolve_url
+from harness.memory.connecting import (
+    AUTO,
+    engine_options,
+    pick_embedder,
+    resolve_url,
+    watch_pooled_connections,
+)
 from harness.memory.db import normalize_url, redact_url, translate_errors
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
@@ -137,6 +143,7 @@ class MemoryStore:
         full_url, embedded = resolve_url(url, settings)
         engine = sa.create_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine, "connect", assume_app_role)
+        watch_pooled_connections(engine)
         reads = SyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
             mode = settings.migrate if migrate is None else ("auto" if migrate else "off")

@@ -12,6 +12,7 @@ from sqlalchemy import (
     Delete,
     Insert,
     Select,
+    Text,
     TextClause,
     Update,
     and_,
@@ -23,7 +24,9 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.sql.selectable import TableValuedAlias
 
 from harness.memory.schema import approvals, cleanup_tasks, memories, store_meta
 from harness.memory.sql.columns import MEMORY_COLUMNS, m
@@ -31,7 +34,9 @@ from harness.memory.types import Kind, Scope, Status
 
 __all__ = [
     "active_for_key",
+    "active_for_keys",
     "active_with_fingerprint",
+    "active_with_fingerprints",
     "approval_audit",
     "by_id",
     "count_memories",
@@ -41,6 +46,7 @@ __all__ = [
     "fingerprint_lock_name",
     "history",
     "insert_approval",
+    "insert_memories",
     "insert_memory",
     "key_lock_name",
     "lock_key",
@@ -57,6 +63,7 @@ __all__ = [
     "set_embedding",
     "set_status",
     "supersede",
+    "supersede_many",
     "tenants_with_expired",
     "unlink",
     "vector_column_type",
@@ -128,6 +135,89 @@ def active_with_fingerprint(
         )
         .order_by((m.status == Status.ACTIVE.value).desc())
         .limit(1)
+    )
+
+
+def _rows_of(name: str, **columns: Sequence[str]) -> TableValuedAlias:
+    """``unnest`` of parallel text arrays as a derived table ``name`` (one row per position)."""
+    arrays = [bindparam(f"{name}_{c}", list(v), type_=ARRAY(Text)) for c, v in columns.items()]
+    return func.unnest(*arrays).table_valued(*columns).render_derived(name=name)
+
+
+def active_for_keys(
+    tenant: str, scopes: Sequence[str], scope_ids: Sequence[str], keys: Sequence[str]
+) -> Select[Any]:
+    """:func:`active_for_key` for many (scope, scope_id, key) of one tenant, in one round trip
+    (the rows locked for update); parallel sequences, one position per key."""
+    u = _rows_of("wk", scope=scopes, scope_id=scope_ids, memory_key=keys)
+    return (
+        select(*MEMORY_COLUMNS)
+        .select_from(u)
+        .join(
+            memories,
+            and_(
+                m.scope == u.c.scope,
+                m.scope_id == u.c.scope_id,
+                m.memory_key == u.c.memory_key,
+            ),
+        )
+        .where(m.tenant == tenant, m.status == Status.ACTIVE.value)
+        .with_for_update(of=memories)
+    )
+
+
+def active_with_fingerprints(
+    tenant: str,
+    scopes: Sequence[str],
+    scope_ids: Sequence[str],
+    kinds: Sequence[str],
+    fingerprints: Sequence[str],
+) -> Select[Any]:
+    """:func:`active_with_fingerprint` for many keyless contents of one tenant, in one round
+    trip: every active or pending match (the caller prefers an active one per content)."""
+    u = _rows_of("wf", scope=scopes, scope_id=scope_ids, kind=kinds, fingerprint=fingerprints)
+    return (
+        select(*MEMORY_COLUMNS)
+        .select_from(u)
+        .join(
+            memories,
+            and_(
+                m.scope == u.c.scope,
+                m.scope_id == u.c.scope_id,
+                m.fingerprint == u.c.fingerprint,
+                m.kind == u.c.kind,
+            ),
+        )
+        .where(
+            m.tenant == tenant,
+            m.memory_key.is_(None),
+            m.status.in_([Status.ACTIVE.value, Status.PENDING_APPROVAL.value]),
+        )
+        .order_by((m.status == Status.ACTIVE.value).desc(), m.created_at, m.id)
+    )
+
+
+def insert_memories() -> Insert:
+    """Insert rows given as the execution's parameter list (SQLAlchemy sends them as multi-row
+    ``VALUES``, a page per round trip) and return them."""
+    return insert(memories).returning(*MEMORY_COLUMNS)
+
+
+def supersede_many(tenant: str, pairs: Sequence[tuple[uuid.UUID, uuid.UUID]]) -> Update:
+    """:func:`supersede` for many (old id, new id) pairs of one tenant, in one statement."""
+    uuids = ARRAY(UUID(as_uuid=True))
+    u = (
+        func.unnest(
+            bindparam("ss_old", [old for old, _ in pairs], type_=uuids),
+            bindparam("ss_new", [new for _, new in pairs], type_=uuids),
+        )
+        .table_valued("old", "new")
+        .render_derived(name="ss")
+    )
+    return (
+        update(memories)
+        .where(m.tenant == tenant, m.id == u.c.old)
+        .values(status=Status.SUPERSEDED.value, superseded_by=u.c.new)
     )
 
 
