@@ -133,6 +133,9 @@ MUST_REJECT = [
     ("package_registry_token", "npm token npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
     ("huggingface_token", "HF_TOKEN is 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"),
     ("saas_token", "shopify 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"),
+    # a Cyrillic label is read before look-alike folding turns its letters Latin
+    ("password_assignment", "пароль: Xk9mQ2vL7pZr"),
+    ("password_assignment", 'Пароль = "Xk9mQ2vL7pZr"'),
     ("messaging_token", "mailgun key-3ax6xnjp29jd6fds4gc373sgvjxteol0"),
     ("private_key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA..."),
     ("private_key", "-----begin openssh private key-----\nb3BlbnNzaC1rZXktdjEAAAAA"),
@@ -206,6 +209,7 @@ MUST_ACCEPT = [
     "mkdir -p /var/log/app",
     "Enable developer mode on Android to sideload the APK.",
     "You are no longer on the free plan.",
+    "Пароль от тестового стенда меняется каждый месяц.",
 ]
 
 

@@ -87,10 +87,11 @@ class RegexGuard:
                 return _finding(rule, m.group(), view.origin(m.start()), view.how, field)
             if view.how == "text":
                 folded = view.text
-        # injections in non-Latin scripts must be read before look-alike folding; when folding
-        # changed nothing, every rule has already read this very text and found nothing
+        # injections and labels in non-Latin scripts ("пароль:") must be read before look-alike
+        # folding turns their letters Latin; when folding changed nothing, every rule has
+        # already read this very text and found nothing
         if not unfolded.isascii() and unfolded != folded:
-            hit = self._compiled.find(unfolded, _injections_only)
+            hit = self._compiled.find(unfolded, _read_before_folding)
             if hit is not None:
                 rule, m = hit
                 return _finding(rule, m.group(), m.start(), "text", field)
@@ -106,8 +107,12 @@ def _token_shapes_only(rule: GuardRule) -> bool:
     return rule.secret and rule.rule != "high_entropy_token"
 
 
-def _injections_only(rule: GuardRule) -> bool:
-    return not rule.secret
+def _read_before_folding(rule: GuardRule) -> bool:
+    # token shapes are Latin by construction: the folded pass has read them already
+    return not rule.secret or rule.rule in _LABELLED_RULES
+
+
+_LABELLED_RULES = frozenset({"password_assignment", "cli_password", "connection_string_key"})
 
 
 def _finding(rule: GuardRule, matched: str, position: int, how: str, field: str) -> Finding:
