@@ -103,6 +103,25 @@ MODULES: dict[str, Target] = {
 #: Survivors no test can kill, with the reason (docs/mutation.md explains each group). The
 #: summary marks them, and scores each module with and without them.
 EQUIVALENT: dict[str, str] = {
+    # guard policy: the unfolded pass is skipped only as an optimisation (when folding changed
+    # nothing, the folded pass has read that very text with every rule); mutants that merely
+    # run it more often cannot change a verdict
+    **{
+        f"harness.memory.guard.policy.xǁRegexGuardǁscan__mutmut_{n}": why
+        for n, why in {
+            7: "folded = None: compared with != only, so the unfolded pass runs; a re-read",
+            8: "folded = 'XXXX': overwritten by the text view, which every scan yields first",
+            10: "views(text, None): views() cleans the text itself, the same cleaned text",
+            12: "views(text, ): the same as views(text, None)",
+            38: "folded = another view's text: the unfolded pass runs more often; a re-read",
+            39: "folded never set: the unfolded pass runs more often; a re-read",
+            40: "folded never set: the unfolded pass runs more often; a re-read",
+            41: "folded = None: the unfolded pass runs more often; a re-read",
+            42: "or instead of and: an ASCII or unchanged text was already read by every rule",
+            47: "every rule on the unfolded text: token shapes are ASCII, identical after folding",
+            49: "the same as passing None: every rule, and token shapes are ASCII",
+        }.items()
+    },
     "harness.fingerprint.x_fingerprint__mutmut_5": (
         'encode("UTF-8"): codec names are case-insensitive, the same bytes'
     ),

@@ -165,3 +165,32 @@ def test_an_injection_in_another_script_is_found_where_it_stands(text: str, posi
         "text",
     )
     assert found.shown() == found.excerpt
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "anchor"),
+    [
+        ("\u200bnote\u200b\u200b: password: Xk9mQ2vL7pZr", "password_assignment", "password"),
+        (
+            "Reminder \u200b\u200b\u200b for ops: ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 push",
+            "github_token",
+            "ghp_",
+        ),
+    ],
+)
+def test_positions_count_the_invisible_characters_removed_before_matching(
+    text: str, rule: str, anchor: str
+) -> None:
+    """The text is cleaned before matching, but a finding points into the field as written."""
+    found = GUARD.scan(text)
+    assert found is not None
+    assert (found.rule, found.position, found.view) == (rule, text.index(anchor), "text")
+
+
+def test_a_cyrillic_label_is_read_before_folding_and_only_label_rules_read_there() -> None:
+    """The unfolded pass reads injections and labelled secrets; a Russian sentence that only
+    talks about passwords stays accepted."""
+    found = GUARD.scan("Заметка: пароль: Xk9mQ2vL7pZr")
+    assert found is not None
+    assert (found.rule, found.position, found.view) == ("password_assignment", 9, "text")
+    assert GUARD.scan("Пароль от тестового стенда меняется каждый месяц.") is None
