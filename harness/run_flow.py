@@ -35,6 +35,7 @@ __all__ = [
     "Write",
     "candidates_from_verdicts",
     "recall_request",
+    "report_failed_write",
     "run_flow",
 ]
 
@@ -116,6 +117,23 @@ def recall_request(run: RunInput, config: EngineConfig) -> RecallRequest:
     )
 
 
+def report_failed_write(
+    cand: MemoryCandidate,
+    exc: HarnessError,
+    rejected: list[tuple[MemoryCandidate, str]],
+    errors: list[str],
+) -> None:
+    """Account for a post-verdict write that did not happen, so nothing is lost silently: a
+    guard refusal goes to ``rejected`` with its reason, any other store failure to ``errors``
+    as text. Logs it; never raises."""
+    if isinstance(exc, MemoryRejected):
+        log.warning("candidate refused by the guard: %s", exc)
+        rejected.append((cand, exc.reason))
+    else:
+        log.error("memory write failed after the verdict (not stored): %s", exc)
+        errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+
+
 def candidates_from_verdicts(run: RunInput, outcome: RunOutcome) -> list[MemoryCandidate]:
     """One lesson per distinct concrete feedback of a rejecting verdict (SPEC section 6)."""
     return lessons_from_verdicts(
@@ -193,12 +211,8 @@ def _write_after_verdict(
     for cand in cands:
         try:
             outcome.memories_written.append((yield Write(cand)))
-        except MemoryRejected as exc:
-            log.warning("candidate refused by the guard: %s", exc)
-            outcome.rejected_candidates.append((cand, exc.reason))
         except HarnessError as exc:
-            log.error("memory write failed after the verdict (not stored): %s", exc)
-            outcome.write_errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+            report_failed_write(cand, exc, outcome.rejected_candidates, outcome.write_errors)
 
 
 def run_flow(

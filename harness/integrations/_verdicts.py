@@ -7,20 +7,18 @@ in :class:`Remembered` so nothing is lost silently.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harness.engine import Verdict
-from harness.errors import HarnessError, MemoryRejected
+from harness.errors import HarnessError
 from harness.lessons import lessons_from_verdicts
 from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.store import MemoryStore
 from harness.memory.types import Memory, MemoryCandidate
+from harness.run_flow import report_failed_write
 
 __all__ = ["Remembered", "lesson_for", "write_candidates", "write_candidates_async"]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,12 +59,8 @@ def write_candidates(store: MemoryStore, candidates: Sequence[MemoryCandidate]) 
     for cand in candidates:
         try:
             out.written.append(store.write(cand))
-        except MemoryRejected as exc:
-            log.warning("candidate refused by the guard: %s", exc)
-            out.rejected.append((cand, exc.reason))
         except HarnessError as exc:
-            log.error("memory write failed after the verdict (not stored): %s", exc)
-            out.errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+            report_failed_write(cand, exc, out.rejected, out.errors)
     return out
 
 
@@ -78,10 +72,6 @@ async def write_candidates_async(
     for cand in candidates:
         try:
             out.written.append(await store.write(cand))
-        except MemoryRejected as exc:
-            log.warning("candidate refused by the guard: %s", exc)
-            out.rejected.append((cand, exc.reason))
         except HarnessError as exc:
-            log.error("memory write failed after the verdict (not stored): %s", exc)
-            out.errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+            report_failed_write(cand, exc, out.rejected, out.errors)
     return out

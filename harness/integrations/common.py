@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.engine import EngineConfig, RunOutcome, Verdict
-from harness.errors import ConflictingState, HarnessError, InvalidInput, MemoryRejected
+from harness.errors import ConflictingState, HarnessError, InvalidInput
 from harness.extract import ExtractionContext, Extractor
 from harness.lessons import lessons_from_verdicts
 from harness.memory.async_store import AsyncMemoryStore
@@ -28,6 +28,7 @@ from harness.memory.store import MemoryStore
 from harness.memory.types import MemoryCandidate, RecallRequest
 from harness.recallset import TOOL_DEFINITIONS, RecallSet, RecallSetTools
 from harness.recallset.tools import ToolAnswer
+from harness.run_flow import report_failed_write
 
 __all__ = ["MemoryRun", "RecallSetToolSpec", "candidates_after_verdict", "recallset_tool_specs"]
 
@@ -297,12 +298,8 @@ class MemoryRun:
             else:
                 memory = await asyncio.to_thread(self.store.write, cand)
             outcome.memories_written.append(memory)
-        except MemoryRejected as exc:
-            log.warning("candidate refused by the guard: %s", exc)
-            outcome.rejected_candidates.append((cand, exc.reason))
         except HarnessError as exc:
-            log.error("memory write failed after the verdict (not stored): %s", exc)
-            outcome.write_errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
+            report_failed_write(cand, exc, outcome.rejected_candidates, outcome.write_errors)
 
     async def close(self) -> None:
         """End the run without a verdict: nothing is written, the RecallSet is cleared, the run
