@@ -209,23 +209,9 @@ def _store_call(store: MemoryStore, effect: Effect) -> Callable[[], Any]:
     if isinstance(effect, Write):
         return lambda: store.write(effect.candidate)
     if isinstance(effect, StartRun):
-        run = effect.run
-        return lambda: store.runs.start(
-            run_id=effect.run_id,
-            tenant=run.tenant,
-            user_id=run.user_id,
-            workflow_id=run.workflow_id,
-            session_id=run.session_id,
-            at=effect.at,
-        )
+        return lambda: store.runs.start(**effect.arguments())
     if isinstance(effect, FinishRun):
-        return lambda: store.runs.finish(
-            run_id=effect.run_id,
-            tenant=effect.tenant,
-            status=effect.status,
-            attempts=effect.attempts,
-            at=effect.at,
-        )
+        return lambda: store.runs.finish(**effect.arguments())
     raise AssertionError(f"not a store effect: {effect!r}")
 
 
@@ -236,21 +222,7 @@ def _astore_call(store: AsyncMemoryStore, effect: Effect) -> Awaitable[Any]:
     if isinstance(effect, Write):
         return store.write(effect.candidate)
     if isinstance(effect, StartRun):
-        run = effect.run
-        return store.runs.start(
-            run_id=effect.run_id,
-            tenant=run.tenant,
-            user_id=run.user_id,
-            workflow_id=run.workflow_id,
-            session_id=run.session_id,
-            at=effect.at,
-        )
+        return store.runs.start(**effect.arguments())
     if isinstance(effect, FinishRun):
-        return store.runs.finish(
-            run_id=effect.run_id,
-            tenant=effect.tenant,
-            status=effect.status,
-            attempts=effect.attempts,
-            at=effect.at,
-        )
+        return store.runs.finish(**effect.arguments())
     raise AssertionError(f"not a store effect: {effect!r}")

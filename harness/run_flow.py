@@ -50,6 +50,18 @@ class StartRun:
     run: RunInput
     at: datetime
 
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of ``store.runs.start`` (sync or async store alike)."""
+        run = self.run
+        return {
+            "run_id": self.run_id,
+            "tenant": run.tenant,
+            "user_id": run.user_id,
+            "workflow_id": run.workflow_id,
+            "session_id": run.session_id,
+            "at": self.at,
+        }
+
 
 @dataclass(frozen=True)
 class FinishRun:
@@ -60,6 +72,16 @@ class FinishRun:
     status: str
     attempts: int
     at: datetime
+
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of ``store.runs.finish`` (sync or async store alike)."""
+        return {
+            "run_id": self.run_id,
+            "tenant": self.tenant,
+            "status": self.status,
+            "attempts": self.attempts,
+            "at": self.at,
+        }
 
 
 @dataclass(frozen=True)
