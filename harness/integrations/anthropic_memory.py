@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 try:
@@ -87,6 +87,28 @@ def _arg(command: object, name: str) -> Any:
         raise ToolError(f"The memory command lacks {name!r}.") from None
 
 
+#: Each command applied to the run's staged files (both handlers; nothing is written here).
+_OPERATIONS: dict[str, Callable[[MemoryFiles, object], str]] = {
+    "view": lambda files, c: files.view(_arg(c, "path"), getattr(c, "view_range", None)),
+    "create": lambda files, c: files.create(_arg(c, "path"), _arg(c, "file_text")),
+    "str_replace": lambda files, c: files.str_replace(
+        _arg(c, "path"), _arg(c, "old_str"), _arg(c, "new_str")
+    ),
+    "insert": lambda files, c: files.insert(
+        _arg(c, "path"), _arg(c, "insert_line"), _arg(c, "insert_text")
+    ),
+    "delete": lambda files, c: files.delete(_arg(c, "path")),
+    "rename": lambda files, c: files.rename(_arg(c, "old_path"), _arg(c, "new_path")),
+}
+
+
+def _paths(name: str, command: object) -> tuple[object, ...]:
+    """The paths a command names, each looked up in the store before the command runs."""
+    if name == "rename":
+        return _arg(command, "old_path"), _arg(command, "new_path")
+    return (_arg(command, "path"),)
+
+
 class _Run:
     """What both handlers share: identity, the staged files, the run's bookkeeping."""
 
@@ -142,6 +164,14 @@ class _Run:
             max_item_chars=max_item_chars,
             **vars(self.identity),
         )
+
+    def stage(self, name: str, command: object) -> str:
+        """Apply one command to the staged files (nothing is written before the verdict); a
+        refused change is the tool's error."""
+        try:
+            return _OPERATIONS[name](self.files, command)
+        except FileError as exc:
+            raise _tool_error(exc) from None
 
     def live(self, history: Sequence[Memory]) -> Memory | None:
         now = self.store.clock.now()
@@ -240,64 +270,34 @@ class HarnessMemoryTool(BetaAbstractMemoryTool):
             raise ToolError(f"The memory store is unavailable ({exc}); try again later.") from None
         self.run.files.looked_up(loc, self.run.live(history))
 
+    def _handle(self, name: str, command: object) -> str:
+        for path in _paths(name, command):
+            self._lookup(path)
+        return self.run.stage(name, command)
+
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         """Serve a directory listing or a file (recalled, staged, or from the store)."""
-        path = _arg(command, "path")
-        self._lookup(path)
-        try:
-            return self.run.files.view(path, getattr(command, "view_range", None))
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return self._handle("view", command)
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         """Stage a new file (nothing is written before the verdict)."""
-        path = _arg(command, "path")
-        self._lookup(path)
-        try:
-            return self.run.files.create(path, _arg(command, "file_text"))
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return self._handle("create", command)
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         """Stage an edit."""
-        path = _arg(command, "path")
-        self._lookup(path)
-        try:
-            return self.run.files.str_replace(
-                path, _arg(command, "old_str"), _arg(command, "new_str")
-            )
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return self._handle("str_replace", command)
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         """Stage an insertion."""
-        path = _arg(command, "path")
-        self._lookup(path)
-        try:
-            return self.run.files.insert(
-                path, _arg(command, "insert_line"), _arg(command, "insert_text")
-            )
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return self._handle("insert", command)
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
         """Stage a deletion."""
-        path = _arg(command, "path")
-        self._lookup(path)
-        try:
-            return self.run.files.delete(path)
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return self._handle("delete", command)
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         """Stage a move."""
-        old, new = _arg(command, "old_path"), _arg(command, "new_path")
-        self._lookup(old)
-        self._lookup(new)
-        try:
-            return self.run.files.rename(old, new)
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return self._handle("rename", command)
 
     def remember(self, verdict: Verdict, *, task_input: str) -> Remembered:
         """After the final verdict (once per run): write what it calls for. Refusals and
@@ -363,64 +363,34 @@ class AsyncHarnessMemoryTool(BetaAsyncAbstractMemoryTool):
             raise ToolError(f"The memory store is unavailable ({exc}); try again later.") from None
         self.run.files.looked_up(loc, self.run.live(history))
 
+    async def _handle(self, name: str, command: object) -> str:
+        for path in _paths(name, command):
+            await self._lookup(path)
+        return self.run.stage(name, command)
+
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         """See :meth:`HarnessMemoryTool.view`."""
-        path = _arg(command, "path")
-        await self._lookup(path)
-        try:
-            return self.run.files.view(path, getattr(command, "view_range", None))
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return await self._handle("view", command)
 
     async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         """See :meth:`HarnessMemoryTool.create`."""
-        path = _arg(command, "path")
-        await self._lookup(path)
-        try:
-            return self.run.files.create(path, _arg(command, "file_text"))
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return await self._handle("create", command)
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         """See :meth:`HarnessMemoryTool.str_replace`."""
-        path = _arg(command, "path")
-        await self._lookup(path)
-        try:
-            return self.run.files.str_replace(
-                path, _arg(command, "old_str"), _arg(command, "new_str")
-            )
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return await self._handle("str_replace", command)
 
     async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         """See :meth:`HarnessMemoryTool.insert`."""
-        path = _arg(command, "path")
-        await self._lookup(path)
-        try:
-            return self.run.files.insert(
-                path, _arg(command, "insert_line"), _arg(command, "insert_text")
-            )
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return await self._handle("insert", command)
 
     async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
         """See :meth:`HarnessMemoryTool.delete`."""
-        path = _arg(command, "path")
-        await self._lookup(path)
-        try:
-            return self.run.files.delete(path)
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return await self._handle("delete", command)
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         """See :meth:`HarnessMemoryTool.rename`."""
-        old, new = _arg(command, "old_path"), _arg(command, "new_path")
-        await self._lookup(old)
-        await self._lookup(new)
-        try:
-            return self.run.files.rename(old, new)
-        except FileError as exc:
-            raise _tool_error(exc) from None
+        return await self._handle("rename", command)
 
     async def remember(self, verdict: Verdict, *, task_input: str) -> Remembered:
         """See :meth:`HarnessMemoryTool.remember`."""
