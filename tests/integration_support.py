@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from harness.clock import FixedClock
 from harness.memory import AsyncMemoryStore, Kind, MemoryCandidate, Scope
-from harness.settings import Settings
 from tests.conftest import HashEmbedder
+from tests.loop_thread import open_async_store
 
 LESSON_FEEDBACK = "The summary must be exactly three lines and cite the source document."
 
@@ -25,16 +25,7 @@ def runner() -> Iterator[asyncio.Runner]:
 @pytest.fixture
 def astore(db_url: str, clock: FixedClock, runner: asyncio.Runner) -> Iterator[AsyncMemoryStore]:
     """An AsyncMemoryStore with the deterministic hash embedder, on the session database."""
-    store = runner.run(
-        AsyncMemoryStore.connect(
-            db_url,
-            embedder=HashEmbedder(),
-            clock=clock,
-            migrate=False,
-            check_model=False,
-            settings=Settings.from_env(),
-        )
-    )
+    store = runner.run(open_async_store(db_url, HashEmbedder(), clock))
     yield store
     runner.run(store.close())
 

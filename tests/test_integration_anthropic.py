@@ -44,8 +44,8 @@ from harness.memory import (
 )
 from harness.memory.types import Source
 from harness.recallset import Mark, RecallSet
-from harness.settings import Settings
 from tests.conftest import HashEmbedder
+from tests.loop_thread import open_async_store
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = "/memories/user/alice"
@@ -407,16 +407,7 @@ def test_the_tool_runner_turns_refusals_into_error_results_and_runs_on(
 
 @pytest.fixture
 def async_store(db_url: str, clock: Any) -> Iterator[AsyncMemoryStore]:
-    s = asyncio.run(
-        AsyncMemoryStore.connect(
-            db_url,
-            embedder=HashEmbedder(),
-            clock=clock,
-            migrate=False,
-            check_model=False,
-            settings=Settings.from_env(),
-        )
-    )
+    s = asyncio.run(open_async_store(db_url, HashEmbedder(), clock))
     yield s
     asyncio.run(s.close())
 

@@ -39,8 +39,8 @@ from harness.integrations._lg_mapping import (
 )
 from harness.memory import AsyncMemoryStore, Kind, MemoryStore, Scope, Status
 from harness.recallset import RecallSet
-from harness.settings import Settings
 from tests.conftest import HashEmbedder, unreachable_store
+from tests.loop_thread import open_async_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -405,16 +405,7 @@ def test_generic_feedback_and_acceptances_teach_nothing(store: MemoryStore, tena
 
 @pytest.fixture
 def async_store(db_url: str, clock: Any) -> Iterator[AsyncMemoryStore]:
-    s = asyncio.run(
-        AsyncMemoryStore.connect(
-            db_url,
-            embedder=HashEmbedder(),
-            clock=clock,
-            migrate=False,
-            check_model=False,
-            settings=Settings.from_env(),
-        )
-    )
+    s = asyncio.run(open_async_store(db_url, HashEmbedder(), clock))
     yield s
     asyncio.run(s.close())
 
