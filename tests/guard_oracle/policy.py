@@ -106,10 +106,7 @@ def _read_before_folding(rule: GuardRule) -> bool:
     # the one behaviour change since the freeze (a mutation-testing find: "пароль: ..." was
     # folded into Latin letters before the label rules read it), carried here so the oracle
     # keeps describing what the guard must decide
-    return not rule.secret or rule.rule in _LABELLED_RULES
-
-
-_LABELLED_RULES = frozenset({"password_assignment", "cli_password", "connection_string_key"})
+    return not rule.tokens
 
 
 def _finding(rule: GuardRule, matched: str, position: int, how: str, field: str) -> Finding:

@@ -108,11 +108,9 @@ def _token_shapes_only(rule: GuardRule) -> bool:
 
 
 def _read_before_folding(rule: GuardRule) -> bool:
-    # token shapes are Latin by construction: the folded pass has read them already
-    return not rule.secret or rule.rule in _LABELLED_RULES
-
-
-_LABELLED_RULES = frozenset({"password_assignment", "cli_password", "connection_string_key"})
+    # token shapes are Latin by construction: the folded pass has read them already; every
+    # other rule (injections, labels such as "пароль:") must read the letters as written
+    return not rule.tokens
 
 
 def _finding(rule: GuardRule, matched: str, position: int, how: str, field: str) -> Finding:
