@@ -147,9 +147,9 @@ def query_stats(sims: Sequence[float], lexical: Sequence[float] = ()) -> QuerySt
     tiny differences into large margins.
     """
     sim_mean = statistics.fmean(sims) if sims else 0.0
-    sim_std = max(statistics.pstdev(sims), _MIN_STD) if len(sims) > 1 else 1.0
+    sim_std = max(_pstdev(sims, sim_mean), _MIN_STD) if len(sims) > 1 else 1.0
     lex_mean = statistics.fmean(lexical) if lexical else 0.0
-    lex_std = max(statistics.pstdev(lexical), _MIN_STD) if len(lexical) > 1 else 1.0
+    lex_std = max(_pstdev(lexical, lex_mean), _MIN_STD) if len(lexical) > 1 else 1.0
     return QueryStats(
         sim_mean=sim_mean,
         sim_std=sim_std,
@@ -159,6 +159,12 @@ def query_stats(sims: Sequence[float], lexical: Sequence[float] = ()) -> QuerySt
         lex_std=lex_std,
         lex_max=max(lexical) if lexical else 0.0,
     )
+
+
+def _pstdev(values: Sequence[float], mean: float) -> float:
+    """The population standard deviation in floating point (``statistics.pstdev`` is exact
+    but sums in fractions: a quarter of a millisecond per recall)."""
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
 
 
 def features(s: Signals, stats: QueryStats, mode: Mode) -> dict[str, float]:

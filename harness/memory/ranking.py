@@ -146,14 +146,16 @@ def fuse(
             score += cfg.lexical_weight / (cfg.rrf_k + s.lrank)
         if score > 0:
             fused.append((score, s))
-    fused.sort(key=lambda pair: (-pair[0], str(pair[1].id)))
+    # UUIDs order as their canonical strings do (fixed-width lower-case hex), without
+    # formatting a string per candidate.
+    fused.sort(key=lambda pair: (-pair[0], pair[1].id))
     depth = cfg.judge_depth if cfg.use_floor else len(fused)
     head = fused[:depth]
     judgements = cfg.judge.judge_many([s.signals() for _, s in head], qstats, judge_mode)
     judged = [Ranked(s, score, j) for (score, s), j in zip(head, judgements, strict=True)]
     if cfg.use_floor:
         # The judge weighs every signal; its probability orders better than the fused rank.
-        judged.sort(key=lambda r: (-r.probability, -r.fused, str(r.scored.id)))
+        judged.sort(key=lambda r: (-r.probability, -r.fused, r.scored.id))
     kept: list[Ranked] = []
     dropped: list[Ranked] = []
     for r in judged:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -68,14 +68,36 @@ class Omission:
     winner_id: uuid.UUID | None = None
 
 
+class _Detail:
+    """A trace entry's text, or a function writing it when first read: a recall drops a
+    hundred or more candidates and their explanations are rarely read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, entry: object, owner: type | None = None) -> str:
+        if entry is None:
+            raise AttributeError(self.slot)  # no default: the field is required
+        value = entry.__dict__[self.slot]
+        if callable(value):
+            value = value()
+            entry.__dict__[self.slot] = value
+        return str(value)
+
+    def __set__(self, entry: object, value: str | Callable[[], str]) -> None:
+        entry.__dict__[self.slot] = value
+
+
 @dataclass(frozen=True)
 class TraceEntry:
-    """Why a memory was kept or dropped before or during assembly."""
+    """Why a memory was kept or dropped before or during assembly.
+
+    ``detail`` may be given as a function of no arguments; it is called once, when read."""
 
     memory_id: uuid.UUID | None
     decision: Literal["kept", "dropped"]
     stage: str
-    detail: str
+    detail: _Detail = _Detail()
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 from sqlalchemy import exc as sa_exc
@@ -304,7 +305,9 @@ class Retriever:
                 why = f"judged not relevant (p < {bar:.3f})"
             else:
                 why = f"beyond top-{self.ranking.top_n}"
-            trace.append(TraceEntry(item.scored.id, "dropped", "judge", f"{why}: {_signals(item)}"))
+            trace.append(
+                TraceEntry(item.scored.id, "dropped", "judge", partial(_dropped_detail, why, item))
+            )
         result = assemble(
             candidates,
             budget_chars=req.budget_chars,
@@ -330,6 +333,10 @@ class Retriever:
                 times,
                 self.incomplete_warnings.interval_s,
             )
+
+
+def _dropped_detail(why: str, r: Ranked) -> str:
+    return f"{why}: {_signals(r)}"
 
 
 def _signals(r: Ranked) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     DateTime,
+    Float,
     Integer,
     Select,
     String,
@@ -24,9 +25,10 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    type_coerce,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, UUID, aggregate_order_by
 
 from harness.memory.schema import memories
 from harness.memory.sql.columns import MEMORY_COLUMNS, m
@@ -180,7 +182,7 @@ def relevance_scores(
     readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
     in_pool = and_(readable, m.kind.in_(RANKED_KINDS), m.scope.in_(list(scopes)))
     depth = bindparam("depth", type_=Integer)
-    q = select(_query_lexemes().label("lexemes")).cte("q")
+    q = select(_query_lexemes().label("lexemes")).cte("q").prefix_with("MATERIALIZED")
 
     def joined(op: str) -> Any:
         quoted = (
@@ -223,8 +225,17 @@ def relevance_scores(
         # row of the tenant holding any query word, most of them other users'.
         columns = [m.id, m.scope, m.kind, m.tsv]
         if with_vector:
-            columns += _exact_distance_columns(qv)
-        pool = select(*columns).where(in_pool).cte("pool").prefix_with("MATERIALIZED")
+            columns += [
+                m.embedding.cosine_distance(qv).label("cd"),
+                m.context_embedding.cosine_distance(qv).label("xd"),
+            ]
+        # OFFSET 0 keeps the planner from inlining this level: each distance is computed once
+        # per row, not once per expression that reads it.
+        rows = select(*columns).where(in_pool).offset(0).subquery("dist")
+        pool_columns = [rows.c.id, rows.c.scope, rows.c.kind, rows.c.tsv]
+        if with_vector:
+            pool_columns += _exact_distance_columns(rows.c.cd, rows.c.xd)
+        pool = select(*pool_columns).cte("pool").prefix_with("MATERIALIZED")
     vec = None
     if with_vector:
         if pool is not None:
@@ -342,48 +353,58 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
         .group_by(hit.c.i)
         .subquery("df")
     )
-    idf = select(
-        df.c.i,
-        func.ln(1.0 + (n_docs - df.c.df + 0.5) / (df.c.df + 0.5)).label("w"),
-    ).cte("idf")
+    # Query word i's weight is w[i] (NULL when no row holds it), so each row's sums are a
+    # few array reads instead of a join and a grouping per row.
+    docs = select(n_docs.label("n")).cte("docs").prefix_with("MATERIALIZED")
+    n_lexemes = func.greatest(func.cardinality(qt.c.lexemes), 1)
+    every = func.generate_series(1, n_lexemes).table_valued("i").render_derived(name="g")
+    weight = func.ln(1.0 + (docs.c.n - df.c.df + 0.5) / (df.c.df + 0.5), type_=Float)
     # The IDF of a query word no row holds (df = 0): the most a word can weigh.
-    unseen_w = func.ln(1.0 + (n_docs + 0.5) / 0.5)
-    total = (
+    unseen_w = func.ln(1.0 + (docs.c.n + 0.5) / 0.5, type_=Float)
+    per_word = (
         select(
-            (
-                func.coalesce(func.sum(idf.c.w), 0.0)
-                + (func.greatest(func.cardinality(func.max(qt.c.lexemes)), 1) - func.count(idf.c.i))
-                * unseen_w
-            ).label("idf_total"),
-            unseen_w.label("unseen_w"),
+            func.array_agg(aggregate_order_by(weight, every.c.i)).label("w"),
+            func.sum(func.coalesce(weight, unseen_w)).label("idf_total"),
         )
-        .select_from(qt.outerjoin(idf, literal_column("true")))
-        .cte("idf_total")
+        .select_from(every.outerjoin(df, df.c.i == every.c.i))
+        .lateral("per_word")
     )
-    hit2 = func.unnest(matched.c.hits).table_valued("i").render_derived(name="h2")
-    lex = func.sum(idf.c.w)
+    weights = (
+        select(
+            type_coerce(per_word.c.w, ARRAY(Float)).label("w"),
+            per_word.c.idf_total,
+            unseen_w.label("unseen_w"),
+            n_lexemes.label("n_lexemes"),
+        )
+        .select_from(
+            qt.join(docs, literal_column("true")).join(per_word, literal_column("true"))
+        )
+        .cte("weights")
+        .prefix_with("MATERIALIZED")
+    )
+    held = func.unnest(matched.c.hits).table_valued("i").render_derived(name="h2")
+    held_w = weights.c.w[held.c.i]
+    sums = (
+        select(func.sum(held_w).label("lex"), func.max(held_w).label("top_w"))
+        .select_from(held)
+        .lateral("sums")
+    )
     scores = (
         select(
             matched.c.id,
             matched.c.scope,
             matched.c.kind,
-            lex.label("lex"),
-            (
-                func.cardinality(matched.c.hits)
-                * 1.0
-                / func.greatest(func.cardinality(func.max(qt.c.lexemes)), 1)
-            ).label("coverage"),
-            (lex / func.greatest(func.max(total.c.idf_total), 1e-9)).label("idf_coverage"),
-            (func.max(idf.c.w) / func.greatest(func.max(total.c.unseen_w), 1e-9)).label("max_idf"),
+            sums.c.lex,
+            _ratio(cast(func.cardinality(matched.c.hits), Float), weights.c.n_lexemes).label(
+                "coverage"
+            ),
+            _ratio(sums.c.lex, func.greatest(weights.c.idf_total, 1e-9)).label("idf_coverage"),
+            _ratio(sums.c.top_w, func.greatest(weights.c.unseen_w, 1e-9)).label("max_idf"),
         )
         .select_from(
-            matched.join(hit2, literal_column("true"))
-            .join(idf, idf.c.i == hit2.c.i)
-            .join(qt, literal_column("true"))
-            .join(total, literal_column("true"))
+            matched.join(weights, literal_column("true")).join(sums, literal_column("true"))
         )
-        .group_by(matched.c.id, matched.c.scope, matched.c.kind, matched.c.hits)
-        .order_by(lex.desc(), matched.c.id)
+        .order_by(sums.c.lex.desc(), matched.c.id)
         .limit(depth)
         .subquery("scores")
     )
@@ -399,14 +420,18 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
     ).cte("fts")
 
 
-def _exact_distance_columns(qv: Any) -> list[Any]:
+def _ratio(numerator: Any, denominator: Any) -> Any:
+    """``numerator / denominator`` in double precision (SQLAlchemy's ``/`` would cast the
+    denominator to NUMERIC, and every score would come back a ``Decimal``)."""
+    return numerator.op("/", return_type=Float)(denominator)
+
+
+def _exact_distance_columns(content_d: Any, context_d: Any) -> list[Any]:
     """``d`` orders (context matches penalised); ``raw`` is the plain nearest distance of
     content or context; ``cd`` and ``xd`` are the content's and the context's own distances
-    (``xd`` NULL without a context). All NULL without a vector."""
+    (``xd`` NULL without a context). All NULL without a vector (``content_d`` is then NULL)."""
     # A lesson also matches through the task that taught it (its context's own vector).
-    content_d = m.embedding.cosine_distance(qv)
-    context_d = m.context_embedding.cosine_distance(qv)
-    missing = m.embedding.is_(None)
+    missing = content_d.is_(None)
     d = case((missing, None), else_=func.least(content_d, context_d + CONTEXT_PENALTY))
     raw = case((missing, None), else_=func.least(content_d, context_d))
     return [
