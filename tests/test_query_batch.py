@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.memory.query_batch import QueryBatcher
+from harness.memory.query_batch import BlockingQueryBatcher, QueryBatcher
 
 
 class Model:
@@ -96,3 +96,80 @@ def test_a_cancelled_caller_does_not_cancel_the_others() -> None:
 
     assert asyncio.run(go()) == expected("same")
     assert model.batches == [["same"]]
+
+
+# --- the same rules for callers on threads (MemoryStore) -------------------------------------
+
+
+def _on_threads(batcher: BlockingQueryBatcher, queries: list[str]) -> list[list[float] | None]:
+    answers: list[list[float] | None] = [None] * len(queries)
+    start = threading.Barrier(len(queries))
+
+    def ask(i: int) -> None:
+        start.wait()
+        answers[i] = batcher.vector(queries[i])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(queries))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads), "a caller never got its vector"
+    return answers
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=24))
+def test_every_thread_gets_its_own_querys_vector(queries: list[str]) -> None:
+    model = Model(delay_s=0.001)
+    batcher = BlockingQueryBatcher(model.embed, max_batch=4)
+    assert _on_threads(batcher, queries) == [expected(q) for q in queries]
+    embedded = [t for batch in model.batches for t in batch]
+    assert sorted(set(embedded)) == sorted(set(queries))
+    # a query is embedded again only if it was asked after its first batch had answered
+    assert len(embedded) <= len(queries)
+    assert all(len(batch) <= 4 for batch in model.batches)
+    assert batcher.queries == len(embedded) and batcher.calls == len(model.batches)
+
+
+def test_threads_arriving_during_a_model_call_go_together_in_the_next() -> None:
+    model = Model(delay_s=0.5)
+    batcher = BlockingQueryBatcher(model.embed)
+    first = threading.Thread(target=batcher.vector, args=("first",))
+    first.start()
+    time.sleep(0.05)  # the model is busy with "first" now
+    answers = _on_threads(batcher, [f"q{i}" for i in range(6)])
+    first.join(timeout=5)
+    assert answers == [expected(f"q{i}") for i in range(6)]
+    assert model.batches[0] == ["first"]
+    assert sorted(model.batches[1]) == [f"q{i}" for i in range(6)]
+    assert len(model.batches) == 2
+
+
+def test_an_idle_batcher_runs_the_model_on_the_callers_thread_at_once() -> None:
+    model = Model()
+    batcher = BlockingQueryBatcher(model.embed)
+    assert batcher.vector("alone") == expected("alone")
+    assert model.threads == {threading.get_ident()}
+    assert batcher.vector("again") == expected("again")  # stood down after the first call
+    assert model.batches == [["alone"], ["again"]]
+
+
+def test_a_failed_model_call_answers_none_to_its_batch_only_on_threads() -> None:
+    model = Model(delay_s=0.4, fail_on="bad")
+    batcher = BlockingQueryBatcher(model.embed)
+    results: dict[str, list[float] | None] = {}
+
+    def ask(q: str) -> None:
+        results[q] = batcher.vector(q)
+
+    first = threading.Thread(target=ask, args=("ok",))
+    first.start()
+    time.sleep(0.03)
+    second = [threading.Thread(target=ask, args=(q,)) for q in ("bad", "other")]
+    for t in second:
+        t.start()
+    for t in [first, *second]:
+        t.join(timeout=5)
+    ask("later")
+    assert results == {"ok": expected("ok"), "bad": None, "other": None, "later": expected("later")}

@@ -47,3 +47,51 @@ def test_store_embeds_a_repeated_query_once_with_the_same_answer(
     assert calls == ["which cluster"]
     assert first.text == second.text and "kestrel" in first.text
     assert store.retriever.query_vectors.hits >= 1
+
+
+def test_concurrent_recalls_on_threads_share_model_calls(store: MemoryStore, tenant: str) -> None:
+    """Six threads recalling at once while the model is busy: fewer model calls than queries,
+    each recall still finds what its own query asks for."""
+    import threading
+    import time
+
+    words = ["kestrel", "osprey", "falcon", "harrier", "merlin", "hobby"]
+    for word in words:
+        store.write(
+            MemoryCandidate(
+                tenant=tenant, scope="user", scope_id="alice", kind="fact",
+                content=f"the {word} cluster runs the nightly export",
+            )
+        )  # fmt: skip
+    embedder = store.embedder
+    assert embedder is not None
+    original = embedder.embed
+    batches: list[list[str]] = []
+
+    def slow(texts: list[str]) -> list[list[float]]:
+        batches.append(list(texts))
+        time.sleep(0.3)
+        return original(texts)
+
+    embedder.embed = slow  # type: ignore[method-assign]
+    texts: dict[str, str] = {}
+
+    def ask(word: str) -> None:
+        result = store.recall(RecallRequest(tenant=tenant, user_id="alice", query=f"{word} cluster"))
+        texts[word] = result.text
+
+    try:
+        first = threading.Thread(target=ask, args=(words[0],))
+        first.start()
+        time.sleep(0.1)  # the model is busy with the first query
+        rest = [threading.Thread(target=ask, args=(w,)) for w in words[1:]]
+        for t in rest:
+            t.start()
+        for t in [first, *rest]:
+            t.join(timeout=20)
+    finally:
+        embedder.embed = original  # type: ignore[method-assign]
+    assert sorted(q for batch in batches for q in batch) == sorted(f"{w} cluster" for w in words)
+    assert len(batches) < len(words)
+    for word in words:
+        assert f"the {word} cluster" in texts[word]

@@ -29,7 +29,6 @@ __all__ = [
     "Retriever",
     "cached_query_vector",
     "coerce_request",
-    "query_vector",
     "recall_failed",
 ]
 
@@ -69,28 +68,6 @@ def recall_failed(req: RecallRequest, exc: Exception) -> RecallResult:
     if req.strict:
         raise exc
     return RecallResult.empty(degraded=True, reason=f"memory unavailable: {exc}")
-
-
-def query_vector(
-    embedder: Embedder | None, query: str, cache: QueryVectorCache | None = None
-) -> list[float] | None:
-    """The query's vector (from ``cache`` when it has it); None when lexical-only, for a blank
-    query, or when the model fails (full-text for this query only). Blocking on a cache miss:
-    async callers check :func:`cached_query_vector` first, then run this in a thread."""
-    if embedder is None or not query.strip():
-        return None
-    if cache is not None:
-        cached = cache.get(embedder.model_name, query)
-        if cached is not None:
-            return cached
-    try:
-        vector = embedder.embed([query])[0]
-    except Exception as exc:  # fall back to full-text for this query only
-        log.warning("query embedding failed, using full-text only: %s", exc)
-        return None
-    if cache is not None:
-        cache.put(embedder.model_name, query, vector)
-    return vector
 
 
 def cached_query_vector(

@@ -38,11 +38,17 @@ from harness.memory.guard import Guard, default_guard
 from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
 from harness.memory.ops import run_sync
+from harness.memory.query_batch import BlockingQueryBatcher
 from harness.memory.ranking import RankingConfig, Scored
 from harness.memory.read_routing import SyncReads, read_router
 from harness.memory.recall import RecallResult
 from harness.memory.replicas import ReadRouting, parse_read_urls
-from harness.memory.retrieval import Retriever, coerce_request, query_vector, recall_failed
+from harness.memory.retrieval import (
+    Retriever,
+    cached_query_vector,
+    coerce_request,
+    recall_failed,
+)
 from harness.memory.rls import assume_app_role
 from harness.memory.runs import RunRecords
 from harness.memory.status import (
@@ -102,6 +108,8 @@ class MemoryStore:
         #: Where the embedding model came from (None when the caller passed the embedder).
         self.embedder_choice: EmbedderChoice | None = None
         self.retriever = Retriever(RankingConfig(top_n=settings.recall_top_n))
+        # concurrent recalls share model calls: queries waiting together are embedded together
+        self._query_batcher = BlockingQueryBatcher(self._embed_queries)
         self.runs = RunRecords(self.transaction)
 
     # --- construction --------------------------------------------------------------------------
@@ -417,11 +425,27 @@ class MemoryStore:
     def _recall(self, req: RecallRequest) -> RecallResult:
         now = req.now or self.clock.now()
         cap = self.settings.narrow_scope_cap
-        qv = query_vector(self.embedder, req.query, self.retriever.query_vectors)
+        qv = self._query_vector(req.query)
         fetched = self._reads.read(
             "recall", req.tenant, lambda: self.retriever.fetch_op(req, qv, now, cap)
         )
         return self.retriever.assemble_result(fetched, req, cap)
+
+    def _query_vector(self, query: str) -> list[float] | None:
+        cache = self.retriever.query_vectors
+        cached = cached_query_vector(self.embedder, query, cache)
+        if cached is not None or self.embedder is None or not query.strip():
+            return cached
+        vector = self._query_batcher.vector(query)
+        if vector is not None:
+            cache.put(self.embedder.model_name, query, vector)
+        return vector
+
+    def _embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        embedder = self.embedder
+        if embedder is None:  # switched to lexical-only meanwhile: full-text for these
+            raise StoreUnavailable("no embedding model")
+        return embedder.embed(texts)
 
     def signals(
         self, request: RecallRequest | Mapping[str, Any], *, use_vector: bool = True
@@ -432,11 +456,7 @@ class MemoryStore:
         """
         req = coerce_request(request)
         now = req.now or self.clock.now()
-        qv = (
-            query_vector(self.embedder, req.query, self.retriever.query_vectors)
-            if use_vector
-            else None
-        )
+        qv = self._query_vector(req.query) if use_vector else None
         rows = self._reads.read(
             "recall", req.tenant, lambda: self.retriever.signals_op(req, qv, now)
         )
