@@ -138,3 +138,20 @@ def test_reembed_rebuilds_a_lessons_context_vector(fresh_db_url: str, tenant: st
         assert content_vec != context_vec
     finally:
         fixer.close()
+
+
+def test_a_batch_gives_each_text_its_own_vector_in_order(real_embedder: Embedder) -> None:
+    """Texts of very different lengths embedded together (batched shortest first inside the
+    embedder) get the same vectors, in the caller's order, as when embedded one at a time."""
+    texts = [
+        "a much longer sentence about the deployment window of the billing service in March "
+        "and the rollback plan agreed with the on-call team",
+        "short",
+        "the cat sits on the mat",
+        "x" * 3 + " medium length text about kestrel",
+    ] * 20
+    together = real_embedder.embed(texts)
+    alone = {t: real_embedder.embed([t])[0] for t in set(texts)}
+    assert len(together) == len(texts)
+    for text, vector in zip(texts, together, strict=True):
+        assert max(abs(a - b) for a, b in zip(vector, alone[text], strict=True)) < 1e-4

@@ -100,9 +100,16 @@ class FastEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order. Texts are batched shortest first: a batch is padded
+        to its longest text, so batching like with like wastes less of the model's work."""
         if not texts:
             return []
-        return [v.tolist() for v in self._model.embed(list(texts), batch_size=self._batch_size)]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[list[float]] = [[] for _ in texts]
+        batches = self._model.embed([texts[i] for i in order], batch_size=self._batch_size)
+        for i, vector in zip(order, batches, strict=True):
+            vectors[i] = vector.tolist()
+        return vectors
 
 
 @dataclass(frozen=True)

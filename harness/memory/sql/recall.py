@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -69,9 +70,20 @@ STOPWORDS: tuple[str, ...] = (
 #: Measured on LoCoMo: without it the context vectors cost dense retrieval 0.06 any@10.
 CONTEXT_PENALTY = 0.1
 
+_CONSTANT = re.compile("[a-z_]+")
 NARROW = (Scope.SESSION.value, Scope.WORKFLOW.value)
 ALWAYS_KINDS = (Kind.CONSTRAINT.value, Kind.PREFERENCE.value)
 RANKED_KINDS = (Kind.LESSON.value, Kind.FACT.value, Kind.DECISION.value)
+
+
+def one_of(column: Any, values: tuple[str, ...]) -> ColumnElement[bool]:
+    """``column IN ('a', 'b')`` with the values written into the statement: they are this
+    package's constants (kinds, scopes), and an expanding parameter would make SQLAlchemy
+    rewrite the statement's text at every execution."""
+    if not all(_CONSTANT.fullmatch(v) for v in values):
+        raise ValueError(f"not a constant of this package: {values!r}")
+    listed = ", ".join(f"'{v}'" for v in values)
+    return column.op("IN", is_comparison=True)(literal_column(f"({listed})"))  # type: ignore[no-any-return]
 
 
 def readable_filter(*, has_workflow: bool, has_session: bool) -> ColumnElement[bool]:
@@ -123,11 +135,11 @@ def recall_rows(*, has_workflow: bool, has_session: bool) -> Select[Any]:
     decisions of the session and workflow ("narrow"), and the relevance winners ``ids``."""
     readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
     always = select(*MEMORY_COLUMNS, literal("always").label("src")).where(
-        readable, m.kind.in_(ALWAYS_KINDS)
+        readable, one_of(m.kind, ALWAYS_KINDS)
     )
     narrow_q = (
         select(*MEMORY_COLUMNS)
-        .where(readable, m.scope.in_(NARROW), m.kind.in_(RANKED_KINDS))
+        .where(readable, one_of(m.scope, NARROW), one_of(m.kind, RANKED_KINDS))
         .order_by(m.created_at.desc(), m.id)
         .limit(bindparam("narrow_limit", type_=Integer))
         .subquery("narrow")
@@ -173,14 +185,14 @@ def relevance_scores(
     the filtered rows); otherwise the vector ranking is an HNSW index scan with the readable
     filter applied during the scan (run it with :func:`hnsw_settings`, or a selective filter
     can starve it). ``bounded_lexical`` (for large pools, with vectors) ranks full text only
-    over the vector candidates plus up to ``depth`` rows holding every query word, instead of
-    every row holding any of them: ranking cost stays bounded however many rows match.
+    over the vector candidates, instead of every row holding any query word: ranking cost
+    stays bounded however many rows match.
 
     Binds: the readable ones (:func:`readable_params`), ``q_text``, ``stopwords``, ``depth``
     and, with vectors, ``qv``.
     """
     readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
-    in_pool = and_(readable, m.kind.in_(RANKED_KINDS), m.scope.in_(list(scopes)))
+    in_pool = and_(readable, one_of(m.kind, RANKED_KINDS), one_of(m.scope, scopes))
     depth = bindparam("depth", type_=Integer)
     q = select(_query_lexemes().label("lexemes")).cte("q").prefix_with("MATERIALIZED")
 
@@ -210,7 +222,6 @@ def relevance_scores(
     qt = (
         select(
             joined("|").label("tsq"),
-            joined("&").label("all_tsq"),
             q.c.lexemes,
             one_each.label("tsqs"),
         )
@@ -260,24 +271,14 @@ def relevance_scores(
             func.row_number().over(order_by=(top.c.d, top.c.id)).label("vrank"),
         ).cte("vec")
     if bounded_lexical and vec is not None:
-        every_word = (
-            select(m.id)
-            .select_from(memories.join(qt, literal_column("true")))
-            .where(in_pool, m.tsv.op("@@")(qt.c.all_tsq))
-            .limit(depth)
-        )
-        # An array, so the candidates are fetched by primary key rather than by scanning
-        # every row that holds a query word and semi-joining.
-        candidates: Select[Any] = select(func.array_agg(literal_column("cid"))).select_from(
-            union_all(select(vec.c.id.label("cid")), every_word).subquery("cand")
-        )
+        # Full text over the vector candidates only. Rows holding every query word were once
+        # added through the GIN index, but row-level security keeps the planner from using it
+        # (``@@`` is not leakproof): finding them scanned the whole pool, 100-170 ms at 100k.
+        candidates = select(func.array_agg(vec.c.id)).scalar_subquery()
         # The cast makes ANY see one array value, not a one-row subquery of arrays.
         source = (
             select(m.id, m.scope, m.kind, m.tsv)
-            .where(
-                in_pool,
-                m.id == func.any(cast(candidates.scalar_subquery(), ARRAY(UUID(as_uuid=True)))),
-            )
+            .where(in_pool, m.id == func.any(cast(candidates, ARRAY(UUID(as_uuid=True)))))
             .cte("lex_source")
         )
         n_docs: Any = None  # the matched set itself
@@ -499,7 +500,7 @@ def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
     readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
     bounded = (
         select(literal(1))
-        .where(readable, m.kind.in_(RANKED_KINDS))
+        .where(readable, one_of(m.kind, RANKED_KINDS))
         .limit(bindparam("probe_limit", type_=Integer))
         .subquery("bounded")
     )
