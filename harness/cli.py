@@ -482,16 +482,13 @@ async def _serve_mcp(
 
 def _bind(config: ServeConfig) -> socket.socket:
     """Listen before anything slow, so a taken port is a one-line error at once."""
-    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    from harness.mcp_server.http import listening_socket
+
     try:
-        sock.bind((config.host, config.port))
         # Listening now queues clients that connect between the start line and the server's
         # first accept, instead of refusing them.
-        sock.listen(2048)
+        return listening_socket(config.host, config.port)
     except OSError as exc:
-        sock.close()
         raise _fail(
             InvalidInput(
                 f"{config.bind_from}: cannot listen on {config.address_label}: "
@@ -499,7 +496,6 @@ def _bind(config: ServeConfig) -> socket.socket:
                 fields=(config.bind_from,),
             )
         ) from None
-    return sock
 
 
 async def _serve_http(

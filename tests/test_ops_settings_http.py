@@ -26,7 +26,12 @@ from harness.cli import app
 from harness.errors import InvalidInput
 from harness.extract import ExtractionContext, OpenAIExtractor
 from harness.mcp_server import Identity, TokenFile, TokenFileVerifier
-from harness.mcp_server.http import HttpOptions, parse_http_address, uvicorn_config
+from harness.mcp_server.http import (
+    HttpOptions,
+    listening_socket,
+    parse_http_address,
+    uvicorn_config,
+)
 from harness.memory import MemoryCandidate, MemoryStore
 from harness.settings import Settings
 
@@ -177,6 +182,43 @@ def test_idle_and_trickling_sockets_are_closed_after_the_header_timeout(
         for _ in range(2):
             assert client.get(f"http://127.0.0.1:{slow_header_server}/").text == "hello"
             time.sleep(0.7)  # longer than the header timeout, between requests
+
+
+def test_connections_accepted_from_the_listening_socket_send_without_nagle_delay() -> None:
+    """The server's pre-bound socket says TCP, so asyncio disables Nagle's algorithm on every
+    accepted connection (with it on, each answer on a kept-alive connection waited ~40 ms for
+    the client's delayed acknowledgement)."""
+    sock = listening_socket("127.0.0.1", 0)
+    nodelay: list[int] = []
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            accepted = transport.get_extra_info("socket")
+            nodelay.append(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    async def accept_one() -> None:
+        server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+        async with server:
+            port = sock.getsockname()[1]
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            for _ in range(200):
+                if nodelay:
+                    break
+                await asyncio.sleep(0.01)
+            writer.close()
+
+    asyncio.run(accept_one())
+    assert nodelay and nodelay[0] != 0
+
+
+def test_a_taken_port_is_an_os_error_and_the_socket_is_closed() -> None:
+    first = listening_socket("127.0.0.1", 0)
+    try:
+        with pytest.raises(OSError):
+            listening_socket("127.0.0.1", first.getsockname()[1])
+    finally:
+        first.close()
 
 
 def test_expired_token_is_refused(tmp_path: Path) -> None:
