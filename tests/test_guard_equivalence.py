@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,13 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
-from harness.memory.guard import default_guard, vendors
-from harness.memory.guard.variants import heads, split_alternatives
+from harness.memory.guard import default_guard, injection, secrets, vendors
+from harness.memory.guard.variants import (
+    first_letter_guard,
+    guard_lazy_alternations,
+    heads,
+    split_alternatives,
+)
 from harness.memory.types import Source
 from tests.guard_oracle import default_guard as oracle_guard
 from tests.guard_oracle import vendors as oracle_vendors
@@ -213,3 +219,33 @@ def test_alternatives_and_heads_are_read_from_the_regex_source() -> None:
     assert heads(r"(?:the\s+)?rules") == {""}
     assert heads(r"[A-Z]+") == {""}
     assert heads(r"(?P<x>a)") == {""}
+
+
+GUARDED = [
+    secrets._COPULA,
+    secrets._SUFFIXES,
+    injection._RESTRICTION_FREE,
+    injection._FILLER,
+    injection._OBJ,
+    f"{injection._WHEN}|{injection._STRONG_OBJ}",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_first_letter_guards_admit_every_match(data: st.DataObject) -> None:
+    # whatever an alternation matches (in any case) begins with a character its guard admits
+    alternation = data.draw(st.sampled_from(GUARDED))
+    guard = re.compile(first_letter_guard(alternation), re.IGNORECASE)
+    text = data.draw(st.from_regex(re.compile(alternation, re.IGNORECASE)))
+    found = re.compile(alternation, re.IGNORECASE).search(text)
+    assert found is not None
+    assert guard.match(text, found.start()) is not None, (alternation, text)
+
+
+def test_guards_go_before_lazy_alternations_only() -> None:
+    assert first_letter_guard(r"(?:is|was|\d)") == r"(?=[iw\d])"
+    assert first_letter_guard(r"(?:is|[ab]c)") == ""  # a class head: no guard
+    assert first_letter_guard(r"(?:is|\s*x)") == ""  # an optional first part: no guard
+    assert guard_lazy_alternations(r"a.{0,3}?(?:b|c)d") == r"a.{0,3}?(?=[bc])(?:b|c)d"
+    assert guard_lazy_alternations(r"a.{0,3}?(?:b|c)?d") == r"a.{0,3}?(?:b|c)?d"

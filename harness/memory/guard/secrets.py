@@ -17,7 +17,7 @@ import string
 from collections.abc import Iterable
 
 from harness.memory.guard.base import GuardRule, looks_random
-from harness.memory.guard.variants import by_first_letters
+from harness.memory.guard.variants import by_first_letters, first_letter_guard
 from harness.memory.guard.vendors import VENDOR_RULES
 
 __all__ = ["SECRET_RULES", "looks_random"]
@@ -56,8 +56,11 @@ _WEAK = (
     "api ?キー", "キー", "トークン", "アクセストークン", "秘密鍵", "シークレット", "api ?密钥", "密钥", "秘钥",
     "令牌", "访问令牌",
 )  # fmt: skip
-_SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d))?"
+_SUFFIXES = r"(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d)"
+_SUFFIX = rf"(?:[_\-]?{first_letter_guard(_SUFFIXES)}{_SUFFIXES})?"
 _COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
+# tried after every word of the "between" part: one character test before the alternatives
+_SEP_GUARD = first_letter_guard(_COPULA)
 
 
 def _labelled(strong: Iterable[str], weak: Iterable[str]) -> str:
@@ -65,7 +68,7 @@ def _labelled(strong: Iterable[str], weak: Iterable[str]) -> str:
     return (
         rf"(?P<label>(?P<strong>{'|'.join(strong) or '(?!)'})|(?P<weak>{'|'.join(weak) or '(?!)'}))"
         rf"{_SUFFIX}(?P<close>['\"\]]?)"
-        rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
+        rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*{_SEP_GUARD}(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
         rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))"
     )
 

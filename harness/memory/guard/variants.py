@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["by_first_letters", "heads", "split_alternatives"]
+__all__ = ["by_first_letters", "first_letter_guard", "heads", "split_alternatives"]
 
 _META = "\\[](){}?*+|.^$"
 _ZERO_WIDTH = ("\\b", "^")
+_CLASS_ESCAPES = ("\\d", "\\s", "\\w")
 
 
 def split_alternatives(pattern: str) -> list[str]:
@@ -115,3 +116,50 @@ def by_first_letters(
     return tuple(
         (key, build([alt for alt in alternatives if fits(alt, key)])) for key in sorted(keys)
     )
+
+
+def first_letter_guard(alternation: str) -> str:
+    """A lookahead admitting only the characters a match of ``alternation`` can begin with.
+
+    Placed right before the alternation (in a pattern compiled with IGNORECASE) it changes no
+    match: it only refuses, with one character test, the positions where every alternative
+    would fail. That matters after a lazy or backtracking repeat, where the engine tries the
+    alternation at each position, and where, ignoring case, it enters every alternative in
+    turn. ``""`` (no guard) when some alternative's first character is not a plain literal.
+    """
+    body = alternation
+    if body.startswith("(?:") and _group_end(body, 0) == len(body):
+        body = body[3:-1]
+    firsts: set[str] = set()
+    classes: set[str] = set()
+    for alternative in split_alternatives(body):
+        if alternative[:2] in _CLASS_ESCAPES and alternative[2:3] not in ("?", "*", "{"):
+            classes.add(alternative[:2])  # "\d" begins with a digit: the class says so
+            continue
+        for head in heads(alternative):
+            if not head:
+                return ""
+            firsts.add(head[0])
+    return "(?=[" + "".join(re.escape(c) for c in sorted(firsts)) + "".join(sorted(classes)) + "])"
+
+
+def guard_lazy_alternations(pattern: str) -> str:
+    """``pattern`` with a :func:`first_letter_guard` before every group a lazy repeat precedes.
+
+    ``[^.!?\\n]{0,30}?(?:a|b)`` tries the group after each character it takes; the guard turns
+    most of those tries into one character test. A group that is itself optional is left as it
+    is (the match may go on without it). Matches are unchanged (IGNORECASE patterns only).
+    """
+    out: list[str] = []
+    last = 0
+    for m in re.finditer(r"\}\?(?=\(\?:)", pattern):
+        at = m.end()
+        end = _group_end(pattern, at)
+        if pattern[end : end + 1] in ("?", "*", "{"):
+            continue
+        guard = first_letter_guard(pattern[at:end])
+        if guard:
+            out.append(pattern[last:at] + guard)
+            last = at
+    out.append(pattern[last:])
+    return "".join(out)
