@@ -249,3 +249,15 @@ def test_guards_go_before_lazy_alternations_only() -> None:
     assert first_letter_guard(r"(?:is|\s*x)") == ""  # an optional first part: no guard
     assert guard_lazy_alternations(r"a.{0,3}?(?:b|c)d") == r"a.{0,3}?(?=[bc])(?:b|c)d"
     assert guard_lazy_alternations(r"a.{0,3}?(?:b|c)?d") == r"a.{0,3}?(?:b|c)?d"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.from_regex(secrets._PLACEHOLDER),
+        st.text(st.characters(max_codepoint=0x7F)),
+        st.text(max_size=20),
+    )
+)
+def test_placeholder_test_reads_as_the_case_ignoring_pattern(value: str) -> None:
+    assert secrets._placeholder(value) == (secrets._PLACEHOLDER.search(value) is not None)

@@ -231,6 +231,37 @@ def _by_first(starts: tuple[str, ...]) -> _Starts:
     return {first: tuple(group) for first, group in grouped.items()}
 
 
+# Characters of ordinary (English, engineering) text, most frequent first. The automaton tries
+# the children of a state one after the other in the order they were added, and every character
+# that begins no anchor would try all of them; so the first characters are added in this order,
+# and frequent characters that begin no anchor get a filler word that never occurs.
+_FREQUENT = " etaoinsrhdlcumfpgwybvk.,0123456789-_/:x'\"()=jqz`[]{}<>;!?@#$%&*+|~\\\n\t"
+_FILLER = "\x00\uffff\x00"  # appended to a frequent character: a word no text holds in practice
+_NOTHING: tuple[int, bool, tuple[Any, ...], tuple[Any, ...]] = (0, False, (), ())
+
+
+def _automaton(entries: dict[str, tuple[int, bool, tuple[Any, ...], tuple[Any, ...]]]) -> Any:
+    """An Aho-Corasick automaton over ``entries`` (anchor -> value), added in a fast order.
+
+    A filler word's value asks for nothing (no rule, no back-off), so even a text that held one
+    would find no more than without it.
+    """
+    automaton = ahocorasick.Automaton()
+    if not entries:
+        return automaton
+    by_first: dict[str, list[str]] = {}
+    for anchor in entries:
+        by_first.setdefault(anchor[0], []).append(anchor)
+    for first in _FREQUENT:
+        for anchor in by_first.pop(first, [first + _FILLER]):
+            automaton.add_word(anchor, entries.get(anchor, _NOTHING))
+    for group in by_first.values():
+        for anchor in group:
+            automaton.add_word(anchor, entries[anchor])
+    automaton.make_automaton()
+    return automaton
+
+
 class RuleSet:
     """Rules compiled for one pass: each anchor is looked up once for all rules that share it.
 
@@ -255,7 +286,7 @@ class RuleSet:
                 unicode.setdefault(anchor, []).append(n)
         # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule;
         # each anchor carries the rules that may match at it and those that back off from it
-        self._automaton: Any = ahocorasick.Automaton()
+        entries: dict[str, tuple[int, bool, tuple[Any, ...], tuple[Any, ...]]] = {}
         for table, whole in ((words, True), (stems, False), (unicode, False)):
             for anchor, ns in table.items():
                 here: list[tuple[int, _Starts | None]] = []
@@ -271,10 +302,9 @@ class RuleSet:
                     # else no start can begin with this anchor: no candidate at it
                     if rules[n].back_off:
                         back.append((n, by_first))
-                self._automaton.add_word(anchor, (len(anchor), whole, tuple(here), tuple(back)))
-        self._anchored = bool(len(self._automaton))
-        if self._anchored:
-            self._automaton.make_automaton()
+                entries[anchor] = (len(anchor), whole, tuple(here), tuple(back))
+        self._automaton: Any = _automaton(entries)
+        self._anchored = bool(entries)
         self._vendor = tuple(r for r in rules if r.tokens and r.trigger is not None)
         self._generic = tuple(r for r in rules if r.tokens and r.trigger is None)
         self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)

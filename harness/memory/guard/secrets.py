@@ -86,12 +86,23 @@ def _label_variants() -> tuple[tuple[str, str], ...]:
     return by_first_letters((*_STRONG, *_WEAK), build)
 
 
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER_SOURCE = (
     r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
     r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
-    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)",
-    _I,
+    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)"
 )
+_PLACEHOLDER = re.compile(_PLACEHOLDER_SOURCE, _I)
+# On ASCII text, ignoring case is matching the lower-cased text: then the engine can skip ahead
+# on the literals, which it cannot do ignoring case (about twice as fast on a short value).
+_PLACEHOLDER_LOWER = re.compile(_PLACEHOLDER_SOURCE)
+
+
+def _placeholder(value: str) -> bool:
+    """Whether ``value`` reads like a placeholder or a reference rather than a secret. Pure."""
+    if value.isascii():
+        return _PLACEHOLDER_LOWER.search(value.lower()) is not None
+    return _PLACEHOLDER.search(value) is not None
+
 # Words that follow "password is / token:" in prose rather than a credential (en, de, fr, es, pt).
 _PROSE = _words(
     """a an the not no never only also in on at from for to of with by via now still being kept
@@ -152,7 +163,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     spaced = not sep
     if spaced and (quote or not strong) and len(value) < 16:
         return False  # "key rotation": the common case, decided before the costlier tests
-    if not value or _PLACEHOLDER.search(value) or len(set(value)) == 1:
+    if not value or _placeholder(value) or len(set(value)) == 1:
         return False
     between = m.group("between")
     if spaced and (quote or not strong):
@@ -168,7 +179,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         pair = re.match(r"\s*[/:]\s*(\S{4,})", text[m.end("value") :]) or re.fullmatch(
             r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]+[/:]([^/\s]{4,})", value
         )
-        if pair and not _PLACEHOLDER.search(pair.group(1)):
+        if pair and not _placeholder(pair.group(1)):
             return True
     if not strong:
         # a labelled hex or UUID value is a token (Heroku and many others issue UUID keys)
