@@ -18,6 +18,7 @@ from typing import Any
 import ahocorasick
 
 from harness.memory.guard.normalise import long_words_of
+from harness.memory.guard.variants import lowered_source
 
 __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_random", "mask"]
 
@@ -79,6 +80,8 @@ class GuardRule:
     ``variants`` pair the first two lower-case characters of a start with the source of a smaller
     pattern (same flags) that matches there exactly as ``pattern`` does: only the alternatives
     that can begin so (see :mod:`harness.memory.guard.variants`). Each is compiled on first use.
+    ``refuses_lowered`` (optional, for an IGNORECASE pattern) tells from a match over the
+    lower-cased text that ``accept`` would refuse it, using only tests that do not depend on case.
     """
 
     rule: str
@@ -92,10 +95,15 @@ class GuardRule:
     trigger: re.Pattern[str] | None = None
     starts: tuple[str, ...] = ()
     variants: tuple[tuple[str, str], ...] = ()
+    refuses_lowered: Callable[[re.Match[str]], bool] | None = None
     _words: frozenset[str] = field(init=False, repr=False, compare=False)
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _variants: dict[str, re.Pattern[str] | str] = field(init=False, repr=False, compare=False)
+    _lowered: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _lowered_variants: dict[str, re.Pattern[str] | str] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         words = {a for a in self.anchors if a.isascii() and a.isalpha()}
@@ -107,6 +115,15 @@ class GuardRule:
         object.__setattr__(self, "_stems", stems)
         object.__setattr__(self, "_unicode", unicode)
         object.__setattr__(self, "_variants", dict(self.variants))
+        lowered = None
+        if self.pattern.flags & re.IGNORECASE and self.anchors:
+            flags = self.pattern.flags & ~re.IGNORECASE
+            lowered = re.compile(lowered_source(self.pattern.pattern), flags)
+            assert lowered.groupindex == self.pattern.groupindex
+        object.__setattr__(self, "_lowered", lowered)
+        object.__setattr__(
+            self, "_lowered_variants", {k: lowered_source(v) for k, v in self.variants}
+        )
 
     def pattern_for(self, start: str) -> re.Pattern[str]:
         """The pattern to match where the text (lower-cased) begins with ``start``. Pure.
@@ -119,6 +136,19 @@ class GuardRule:
         if isinstance(found, str):
             # compiled when first needed: most starts never occur, and compiling all costs time
             found = self._variants[start[:2]] = re.compile(found, self.pattern.flags)
+        return found
+
+    def lowered_for(self, start: str) -> re.Pattern[str] | None:
+        """:meth:`pattern_for`, lower-cased for the lower-cased text (see ``lowered_source``);
+        None for a pattern that does not ignore case or has no anchors. Pure."""
+        if self._lowered is None:
+            return None
+        found = self._lowered_variants.get(start[:2])
+        if found is None:
+            return self._lowered
+        if isinstance(found, str):
+            flags = self.pattern.flags & ~re.IGNORECASE
+            found = self._lowered_variants[start[:2]] = re.compile(found, flags)
         return found
 
     def find(self, text: str) -> re.Match[str] | None:
@@ -309,7 +339,11 @@ class RuleSet:
         self._generic = tuple(r for r in rules if r.tokens and r.trigger is None)
         self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)
         # what the anchored pass needs of each rule, read once here rather than per candidate
-        self._matchers = tuple((r.pattern, r._variants or None, r.accept) for r in rules)
+        self._matchers = tuple(
+            (r.pattern, r._variants or None, r.accept, r._lowered, r._lowered_variants or None,
+             r.refuses_lowered)
+            for r in rules
+        )  # fmt: skip
 
     def find(
         self, text: str, allow: Callable[[GuardRule], bool] | None = None
@@ -371,7 +405,6 @@ class RuleSet:
             return None
         low = index.lowered
         size = len(low)
-        rules = self.rules
         allowed = self._allowed(allow)
         candidates: set[tuple[int, int]] = set()
         add = candidates.add
@@ -381,30 +414,45 @@ class RuleSet:
                 (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
             ):
                 continue
+            if allowed is not None:  # only some rules read this view: the others ask nothing
+                here = tuple(entry for entry in here if entry[0] in allowed)
+                back = tuple(entry for entry in back if entry[0] in allowed)
             for n, starts in here:
                 # a start the rule's own prefixes exclude can never match: drop it here
-                if (allowed is None or n in allowed) and (
-                    starts is None or low.startswith(starts.get(low[i], ()), i)
-                ):
+                if starts is None or low.startswith(starts.get(low[i], ()), i):
                     add((i, n))
             if back:
                 earlier = _earlier_starts(text, i)
-                if not earlier:
-                    continue
-                for n, starts in back:
-                    if allowed is None or n in allowed:
+                if earlier:
+                    for n, starts in back:
                         for e in earlier:
                             if starts is None or low.startswith(starts.get(low[e], ()), e):
                                 add((e, n))
         matchers = self._matchers
+        # on ASCII text the lower-cased pattern over the lower-cased text is a cheaper first test
+        # (same matches; see ``lowered_source``): most candidates fail it, and then need no more
+        ascii_text = index.ascii
         for start, n in sorted(candidates):
-            pattern, variants, accept = matchers[n]
+            pattern, variants, accept, lowered, lowered_variants, refuses = matchers[n]
+            if ascii_text and lowered is not None:
+                if lowered_variants is not None:
+                    narrowed = lowered_variants.get(low[start : start + 2], lowered)
+                    lowered = (
+                        self.rules[n].lowered_for(low[start:]) or lowered
+                        if isinstance(narrowed, str)
+                        else narrowed
+                    )
+                first = lowered.match(low, start)
+                if first is None or (refuses is not None and refuses(first)):
+                    continue
             if variants is not None:
                 found = variants.get(low[start : start + 2], pattern)
-                pattern = rules[n].pattern_for(low[start:]) if isinstance(found, str) else found
+                if isinstance(found, str):
+                    found = self.rules[n].pattern_for(low[start:])
+                pattern = found
             m = pattern.match(text, start)
             if m is not None and (accept is None or accept(m)):
-                return rules[n], m
+                return self.rules[n], m
         return None
 
     def _allowed(self, allow: Callable[[GuardRule], bool] | None) -> frozenset[int] | None:

@@ -124,6 +124,7 @@ _PROSE = _words(
 
 
 _CAMEL = re.compile(r"[a-z][A-Z]")
+_CODE_SEPS = frozenset({":", "=", "=>", ":=", "：", "=="})
 _USER_LABEL = re.compile(r"(?:credentials?|login|zugangsdaten|identifiants)")
 _UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
 
@@ -147,23 +148,46 @@ def _code_like(m: re.Match[str]) -> bool:
     )
 
 
+def _value_of(m: re.Match[str]) -> tuple[str, str, str, bool]:
+    """(value without its closing quote or trailing punctuation, quote, separator, strong)."""
+    value = m.group("value")
+    quote = m.group("quote")
+    if quote and quote in value:
+        value = value[: value.index(quote)]
+    value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
+    return value, quote, (m.group("sep") or "").strip(), m.group("strong") is not None
+
+
+def _surely_refused(m: re.Match[str]) -> bool:
+    """What :func:`_labelled_secret` refuses whatever the case of the letters (the common cases,
+    decided before the costlier tests). Pure."""
+    value, quote, sep, strong = _value_of(m)
+    spaced = not sep
+    # "key rotation", "password in" (spaced: no path accepts a shorter value)
+    if spaced and (len(value) < 6 or ((quote or not strong) and len(value) < 16)):
+        return True
+    # "token is missing": a weak label needs 12 characters unless written as code or a login
+    if (
+        not strong
+        and len(value) < 12
+        and sep not in _CODE_SEPS
+        and _USER_LABEL.match(m.group("label").lower()) is None
+    ):
+        return True
+    return not value or _placeholder(value)
+
+
 def _labelled_secret(m: re.Match[str]) -> bool:
     start = m.start("label")
     text = m.string
     # "compass: north" is not a password: the label must start a word (or a camelCase part)
     if start and text[start - 1].isalpha() and text[start].islower() and text[start - 1].islower():
         return False
-    value = m.group("value")
-    quote = m.group("quote")
-    if quote and quote in value:
-        value = value[: value.index(quote)]
-    value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
-    sep = (m.group("sep") or "").strip()
-    strong = m.group("strong") is not None
+    if _surely_refused(m):
+        return False
+    value, quote, sep, strong = _value_of(m)
     spaced = not sep
-    if spaced and (quote or not strong) and len(value) < 16:
-        return False  # "key rotation": the common case, decided before the costlier tests
-    if not value or _placeholder(value) or len(set(value)) == 1:
+    if len(set(value)) == 1:
         return False
     between = m.group("between")
     if spaced and (quote or not strong):
@@ -172,7 +196,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     if between and sep in {":", "=", "："}:
         between = ""  # "password for prod: x" reads like a label all the same
     label = m.group("label").lower()
-    if sep in {":", "=", "=>", ":=", "：", "=="} and _code_like(m):
+    if sep in _CODE_SEPS and _code_like(m):
         return len(value) >= 3 and value.lower() not in _PROSE
     if not strong and _USER_LABEL.match(label):
         # "credentials: admin / hunter2" or "login: root/toor1" names a user, then the password
@@ -278,6 +302,7 @@ _LABEL_RULE = GuardRule(
     ),
     back_off=True,
     variants=_label_variants(),
+    refuses_lowered=_surely_refused,
     starts=tuple(
         _words(
             "pass pwd pw secret kennwort mot mdp contrase senha clave pin api access private signing "

@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["by_first_letters", "first_letter_guard", "heads", "split_alternatives"]
+__all__ = [
+    "by_first_letters",
+    "first_letter_guard",
+    "guard_lazy_alternations",
+    "heads",
+    "lowered_source",
+    "split_alternatives",
+]
 
 _META = "\\[](){}?*+|.^$"
 _ZERO_WIDTH = ("\\b", "^")
@@ -162,4 +169,31 @@ def guard_lazy_alternations(pattern: str) -> str:
             out.append(pattern[last:at] + guard)
             last = at
     out.append(pattern[last:])
+    return "".join(out)
+
+
+def lowered_source(pattern: str) -> str:
+    """The source of ``pattern`` with its letters in lower case (escapes and ``(?P`` kept).
+
+    Compiled without IGNORECASE and run on the lower-cased text, it matches an ASCII text
+    exactly where ``pattern`` with IGNORECASE matches the text itself, with the same spans: on
+    ASCII, ignoring case is comparing lower-case letters, and no other character of a pattern
+    matches an ASCII letter ignoring case (four exceptions, ``ſ K ı İ``, refused here).
+    """
+    if any(c in pattern for c in "\u017f\u212a\u0131\u0130") or "\\N" in pattern:
+        raise ValueError("pattern holds a character that matches ASCII only ignoring case")
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if pattern.startswith("(?", i):  # "(?P<name>", "(?:": the letter is syntax
+            out.append(pattern[i : i + 3])
+            i += 3
+            continue
+        out.append(ch.lower())
+        i += 1
     return "".join(out)
