@@ -261,3 +261,27 @@ def test_guards_go_before_lazy_alternations_only() -> None:
 )
 def test_placeholder_test_reads_as_the_case_ignoring_pattern(value: str) -> None:
     assert secrets._placeholder(value) == (secrets._PLACEHOLDER.search(value) is not None)
+
+
+LOWERED = [rule for rule in NEW.rules if rule._lowered is not None]
+
+
+def test_anchored_rules_that_ignore_case_have_a_lowered_pattern() -> None:
+    assert {rule.rule for rule in LOWERED} >= {"password_assignment", "injection_ignore"}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(min_value=0, max_value=len(LOWERED) - 1),
+    st.one_of(texts, st.sampled_from(CORPUS)).map(lambda t: t.encode("ascii", "ignore").decode()),
+)
+def test_lowered_patterns_match_ascii_text_as_the_case_ignoring_ones(which: int, text: str) -> None:
+    rule = LOWERED[which]
+    text = text[:400]
+    low = text.lower()
+    for start in range(len(text)):
+        whole = rule.pattern_for(low[start:]).match(text, start)
+        lowered = rule.lowered_for(low[start:])
+        assert lowered is not None
+        part = lowered.match(low, start)
+        assert (whole and whole.span()) == (part and part.span()), (rule.rule, text, start)
