@@ -23,9 +23,11 @@ from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
 from harness.memory.guard import default_guard, injection, secrets, vendors
 from harness.memory.guard.variants import (
+    CASE_ODD,
     first_letter_guard,
     guard_lazy_alternations,
     heads,
+    reads_lowered,
     split_alternatives,
 )
 from harness.memory.types import Source
@@ -270,14 +272,21 @@ def test_anchored_rules_that_ignore_case_have_a_lowered_pattern() -> None:
     assert {rule.rule for rule in LOWERED} >= {"password_assignment", "injection_ignore"}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.integers(min_value=0, max_value=len(LOWERED) - 1),
-    st.one_of(texts, st.sampled_from(CORPUS)).map(lambda t: t.encode("ascii", "ignore").decode()),
+    st.one_of(
+        texts,
+        st.sampled_from(CORPUS),
+        texts.map(lambda t: t.encode("ascii", "ignore").decode()),
+        st.text(st.sampled_from("aAsSkKiIeEéÉüÜçñÑßẞпПвВ密码 :=")),
+    ),
 )
-def test_lowered_patterns_match_ascii_text_as_the_case_ignoring_ones(which: int, text: str) -> None:
+def test_lowered_patterns_match_as_the_case_ignoring_ones(which: int, text: str) -> None:
+    # wherever reads_lowered holds: ASCII, and every text without a CASE_ODD letter
     rule = LOWERED[which]
     text = text[:400]
+    assume(reads_lowered(text))
     low = text.lower()
     for start in range(len(text)):
         whole = rule.pattern_for(low[start:]).match(text, start)
@@ -285,3 +294,32 @@ def test_lowered_patterns_match_ascii_text_as_the_case_ignoring_ones(which: int,
         assert lowered is not None
         part = lowered.match(low, start)
         assert (whole and whole.span()) == (part and part.span()), (rule.rule, text, start)
+
+
+def test_case_odd_letters_are_those_lower_casing_sets_apart() -> None:
+    # every letter whose lower case differs from its upper case's lower case, and the sigma
+    found = set()
+    for code in range(0x110000):
+        if 0xD800 <= code < 0xE000:
+            continue
+        ch = chr(code)
+        lower, upper = ch.lower(), ch.upper()
+        if len(lower) == 1 and len(upper) == 1 and upper.lower() != lower:
+            found.add(ch)
+    assert found | {"\u03a3"} == set(CASE_ODD)
+
+
+def test_pattern_letters_match_ignoring_case_as_their_lower_case() -> None:
+    # the letters the lowered patterns hold, against every cased letter that reads lowered
+    letters = {c for rule in LOWERED for c in rule.pattern.pattern if c.isalpha()}
+    cased = [
+        chr(code)
+        for code in range(0x110000)
+        if not 0xD800 <= code < 0xE000
+        and chr(code).lower() != chr(code).upper()
+        and reads_lowered(chr(code))
+    ]
+    for letter in letters:
+        pattern = re.compile(re.escape(letter), re.IGNORECASE)
+        for ch in cased:
+            assert (pattern.fullmatch(ch) is not None) == (ch.lower() == letter.lower()), (letter, ch)

@@ -18,7 +18,7 @@ from typing import Any
 import ahocorasick
 
 from harness.memory.guard.normalise import long_words_of
-from harness.memory.guard.variants import lowered_source
+from harness.memory.guard.variants import holds_case_odd, lowered_source
 
 __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_random", "mask"]
 
@@ -429,12 +429,13 @@ class RuleSet:
                             if starts is None or low.startswith(starts.get(low[e], ()), e):
                                 add((e, n))
         matchers = self._matchers
-        # on ASCII text the lower-cased pattern over the lower-cased text is a cheaper first test
-        # (same matches; see ``lowered_source``): most candidates fail it, and then need no more
-        ascii_text = index.ascii
+        # the lower-cased pattern over the lower-cased text is a cheaper first test (same
+        # matches; see ``lowered_source``): most candidates fail it, and then need no more
+        # (``find`` only comes here when lower-casing kept the length)
+        lowered_reads = index.ascii or not holds_case_odd(text)
         for start, n in sorted(candidates):
             pattern, variants, accept, lowered, lowered_variants, refuses = matchers[n]
-            if ascii_text and lowered is not None:
+            if lowered_reads and lowered is not None:
                 if lowered_variants is not None:
                     narrowed = lowered_variants.get(low[start : start + 2], lowered)
                     lowered = (

@@ -13,11 +13,14 @@ import re
 from collections.abc import Callable, Sequence
 
 __all__ = [
+    "CASE_ODD",
     "by_first_letters",
     "first_letter_guard",
     "guard_lazy_alternations",
     "heads",
+    "holds_case_odd",
     "lowered_source",
+    "reads_lowered",
     "split_alternatives",
 ]
 
@@ -172,16 +175,38 @@ def guard_lazy_alternations(pattern: str) -> str:
     return "".join(out)
 
 
+# Letters whose lower case is not the lower case of their upper case ("ſ" -> "S" -> "s"),
+# and the capital sigma (lower-cased "ς" or "σ" by its place in a word). Ignoring case, the
+# regex engine matches them as their upper case's letter; lower-cased, they stay apart.
+CASE_ODD = "\u00b5\u0131\u017f\u0345\u03a3\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5" + "".join(
+    map(chr, range(0x1C80, 0x1C89))
+) + "\u1e9b\u1fbe"
+_HAS_CASE_ODD = re.compile(f"[{CASE_ODD}]")
+
+
+def holds_case_odd(text: str) -> bool:
+    """Whether ``text`` holds a letter of ``CASE_ODD``. Pure."""
+    return not text.isascii() and _HAS_CASE_ODD.search(text) is not None
+
+
+def reads_lowered(text: str) -> bool:
+    """Whether a :func:`lowered_source` pattern over ``text.lower()`` matches as the
+    case-ignoring pattern over ``text``: the lower-cased text keeps its length and holds no
+    letter of ``CASE_ODD``. Pure."""
+    return text.isascii() or (len(text.lower()) == len(text) and not holds_case_odd(text))
+
+
 def lowered_source(pattern: str) -> str:
     """The source of ``pattern`` with its letters in lower case (escapes and ``(?P`` kept).
 
-    Compiled without IGNORECASE and run on the lower-cased text, it matches an ASCII text
-    exactly where ``pattern`` with IGNORECASE matches the text itself, with the same spans: on
-    ASCII, ignoring case is comparing lower-case letters, and no other character of a pattern
-    matches an ASCII letter ignoring case (four exceptions, ``ſ K ı İ``, refused here).
+    Compiled without IGNORECASE and run on the lower-cased text, it matches exactly where
+    ``pattern`` with IGNORECASE matches the text itself, with the same spans, whenever
+    :func:`reads_lowered` holds for the text: ignoring case, the engine compares letters by
+    their lower case, and, but for ``CASE_ODD``, so does ``str.lower``. A pattern holding one
+    of those (or "İ", lower-cased to two characters) is refused.
     """
-    if any(c in pattern for c in "\u017f\u212a\u0131\u0130") or "\\N" in pattern:
-        raise ValueError("pattern holds a character that matches ASCII only ignoring case")
+    if any(c in pattern for c in CASE_ODD + "\u0130\u212a") or "\\N" in pattern:
+        raise ValueError("pattern holds a letter that lower-casing does not match as case-ignoring")
     out: list[str] = []
     i = 0
     while i < len(pattern):
