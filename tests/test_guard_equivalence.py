@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
-from harness.memory.guard import default_guard, injection, secrets, vendors
+from harness.memory.guard import base, default_guard, injection, secrets, vendors
 from harness.memory.guard.variants import (
     CASE_ODD,
     first_letter_guard,
@@ -323,3 +323,14 @@ def test_pattern_letters_match_ignoring_case_as_their_lower_case() -> None:
         pattern = re.compile(re.escape(letter), re.IGNORECASE)
         for ch in cased:
             assert (pattern.fullmatch(ch) is not None) == (ch.lower() == letter.lower()), (letter, ch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.sampled_from("aZ09_.-:/ \t\nkeypass"), max_size=80)
+    | st.sampled_from(CORPUS).map(lambda t: t.encode("ascii", "ignore").decode()),
+    st.integers(min_value=0, max_value=200),
+)
+def test_ascii_walk_back_over_the_reversed_text_finds_the_same_starts(text: str, at: int) -> None:
+    i = min(at, len(text))
+    assert base._earlier_starts_ascii(text, text[::-1], i) == base._earlier_starts(text, i)

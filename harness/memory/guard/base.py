@@ -187,6 +187,27 @@ def _earlier_starts(text: str, i: int) -> list[int]:
     return starts
 
 
+# _earlier_starts on ASCII text, read by one match over the reversed text: the identifier run
+# (letters, digits, "_.-": in ASCII, str.isalnum), then two (spaces, letters) pairs.
+_WALK_BACK_ASCII = re.compile(r"[A-Za-z0-9_.\-]{0,40}([ \t]*)([A-Za-z]{0,20})([ \t]*)([A-Za-z]{0,20})")
+
+
+def _earlier_starts_ascii(text: str, reverse: str, i: int) -> list[int]:
+    """:func:`_earlier_starts` for ASCII ``text``, read from ``reverse`` (``text[::-1]``)."""
+    n = len(text)
+    m = _WALK_BACK_ASCII.match(reverse, n - i)
+    assert m is not None  # every part may be empty
+    j = n - m.start(1)
+    starts = [p.start() for p in _PART.finditer(text, j, i)] if j < i else []
+    first = m.end(2)
+    if first != m.start(2):
+        starts.append(n - first)
+        second = m.end(4)
+        if second != m.start(4):
+            starts.append(n - second)
+    return starts
+
+
 @dataclass(frozen=True)
 class Finding:
     """Why a field was refused: the rule, where (in the original field), and a masked excerpt."""
@@ -408,6 +429,8 @@ class RuleSet:
         allowed = self._allowed(allow)
         candidates: set[tuple[int, int]] = set()
         add = candidates.add
+        # back-off walks read the reversed text with one match each when the text is ASCII
+        reverse = text[::-1] if index.ascii else ""
         for end, (length, whole, here, back) in self._automaton.iter(low):
             i = end - length + 1
             if whole and (
@@ -422,7 +445,11 @@ class RuleSet:
                 if starts is None or low.startswith(starts.get(low[i], ()), i):
                     add((i, n))
             if back:
-                earlier = _earlier_starts(text, i)
+                earlier = (
+                    _earlier_starts_ascii(text, reverse, i)
+                    if reverse
+                    else _earlier_starts(text, i)
+                )
                 if earlier:
                     for n, starts in back:
                         for e in earlier:
