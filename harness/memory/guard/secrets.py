@@ -13,7 +13,6 @@ Three kinds of evidence, each general rather than example-bound:
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable
 
 from harness.memory.guard.base import GuardRule, looks_random
@@ -23,7 +22,8 @@ from harness.memory.guard.vendors import VENDOR_RULES
 __all__ = ["SECRET_RULES", "looks_random"]
 
 _I = re.IGNORECASE
-_HEX = frozenset(string.hexdigits + "-")
+# hex digits and "-" only (hashes, commit ids, UUIDs): one regex test, cheaper than a set's
+_HEX = re.compile(r"[0-9a-fA-F\-]*")
 _SYMBOLS = frozenset("!@#$%^&*()+=[]{}|\\:;'\"<>?,~`")
 
 
@@ -207,7 +207,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
             return True
     if not strong:
         # a labelled hex or UUID value is a token (Heroku and many others issue UUID keys)
-        if len(value) >= 16 and _HEX.issuperset(value) and not value.isdigit():
+        if len(value) >= 16 and _HEX.fullmatch(value) and not value.isdigit():
             return True
         return looks_random(value, min_len=12, classes=2) or (
             bool(quote) and len(value) >= 16 and len(set(value)) >= 8
@@ -330,7 +330,7 @@ _HASH_CONTEXT = re.compile(
 
 def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
-    if _HEX.issuperset(token):
+    if _HEX.fullmatch(token):
         return False  # hashes, commit ids, UUIDs, trace ids
     if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
         return False  # a path
