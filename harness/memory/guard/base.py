@@ -459,20 +459,10 @@ class RuleSet:
         # the lower-cased pattern over the lower-cased text is a cheaper first test (same
         # matches; see ``lowered_source``): most candidates fail it, and then need no more
         # (``find`` only comes here when lower-casing kept the length)
-        lowered_reads = index.ascii or not holds_case_odd(text)
+        if index.ascii or not holds_case_odd(text):
+            candidates = self._first_test(low, candidates)
         for start, n in sorted(candidates):
-            pattern, variants, accept, lowered, lowered_variants, refuses = matchers[n]
-            if lowered_reads and lowered is not None:
-                if lowered_variants is not None:
-                    narrowed = lowered_variants.get(low[start : start + 2], lowered)
-                    lowered = (
-                        self.rules[n].lowered_for(low[start:]) or lowered
-                        if isinstance(narrowed, str)
-                        else narrowed
-                    )
-                first = lowered.match(low, start)
-                if first is None or (refuses is not None and refuses(first)):
-                    continue
+            pattern, variants, accept = matchers[n][:3]
             if variants is not None:
                 found = variants.get(low[start : start + 2], pattern)
                 if isinstance(found, str):
@@ -482,6 +472,29 @@ class RuleSet:
             if m is not None and (accept is None or accept(m)):
                 return self.rules[n], m
         return None
+
+    def _first_test(
+        self, low: str, candidates: set[tuple[int, int]]
+    ) -> set[tuple[int, int]]:
+        """The candidates that pass the lower-cased pattern over the lower-cased text (and are
+        not refused from that match): the cheaper first test (same matches; see
+        ``lowered_source``), which ``find`` only asks for when ``reads_lowered`` holds. It
+        only drops candidates, so their order does not matter here."""
+        kept = set()
+        matchers = self._matchers
+        for start, n in candidates:
+            lowered, narrowed, refuses = matchers[n][3:]
+            if lowered is not None:
+                if narrowed is not None:
+                    found = narrowed.get(low[start : start + 2], lowered)
+                    if isinstance(found, str):
+                        found = self.rules[n].lowered_for(low[start:]) or lowered
+                    lowered = found
+                first = lowered.match(low, start)
+                if first is None or (refuses is not None and refuses(first)):
+                    continue
+            kept.add((start, n))
+        return kept
 
     def _allowed(self, allow: Callable[[GuardRule], bool] | None) -> frozenset[int] | None:
         if allow is None:

@@ -141,7 +141,15 @@ _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
+# control bytes other than tab and line breaks: each decodes to one unprintable character
+_CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+
+
 def _readable(data: bytes) -> str | None:
+    # more than one byte in 20 a control: not readable, however it decodes (random bytes,
+    # the usual case, are told apart without raising a decoding error)
+    if (len(data) - len(data.translate(None, _CONTROL_BYTES))) * 20 > len(data):
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -150,12 +150,11 @@ def _code_like(m: re.Match[str]) -> bool:
 
 def _value_of(m: re.Match[str]) -> tuple[str, str, str, bool]:
     """(value without its closing quote or trailing punctuation, quote, separator, strong)."""
-    value = m.group("value")
-    quote = m.group("quote")
+    value, quote, sep, strong = m.group("value", "quote", "sep", "strong")
     if quote and quote in value:
         value = value[: value.index(quote)]
     value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
-    return value, quote, (m.group("sep") or "").strip(), m.group("strong") is not None
+    return value, quote, (sep or "").strip(), strong is not None
 
 
 def _surely_refused(m: re.Match[str]) -> bool:
