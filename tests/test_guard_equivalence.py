@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
-from harness.memory.guard import base, default_guard, injection, secrets, vendors
+from harness.memory.guard import base, default_guard, injection, normalise, secrets, vendors
 from harness.memory.guard.variants import (
     CASE_ODD,
     first_letter_guard,
@@ -334,3 +334,19 @@ def test_pattern_letters_match_ignoring_case_as_their_lower_case() -> None:
 def test_ascii_walk_back_over_the_reversed_text_finds_the_same_starts(text: str, at: int) -> None:
     i = min(at, len(text))
     assert base._earlier_starts_ascii(text, text[::-1], i) == base._earlier_starts(text, i)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.sampled_from("0123456789abcdefABCDEFxXg-"), max_size=90)
+    | st.builds(
+        lambda a, b, c: a + "0x" + b + c,
+        st.text(st.sampled_from("0123456789abcdef0x"), max_size=30),
+        st.text(st.sampled_from("0123456789abcdef"), min_size=15, max_size=45),
+        st.text(st.sampled_from("0123456789abcdefxg"), max_size=30),
+    )
+)
+def test_hex_tokens_are_found_as_whole_bytes_as_before(word: str) -> None:
+    before = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){10,})")
+    found = [(m.group(), m.group(1)) for m in before.finditer(word)]
+    assert list(normalise._hex_tokens(word)) == found

@@ -134,7 +134,7 @@ def joined_lines(text: str) -> tuple[str, Callable[[int], int]]:
 
 
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
-_HEX_TOKEN = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){10,})")
+_HEX_TOKEN = re.compile(r"(?:0x)?([0-9a-fA-F]{20,})")
 # every hex token holds 20 hex digits in a row: one cheap search decides whether to look further
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{20}")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -156,6 +156,18 @@ def _readable(data: bytes) -> str | None:
         return None
     printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
     return text if text and printable >= 0.95 * len(text) else None
+
+
+def _hex_tokens(word: str) -> Iterator[tuple[str, str]]:
+    """(token, its hex digits) for each run of 20+ hex digits (after an optional "0x") in
+    ``word``, cut to whole bytes, found left to right as ``(?:0x)?((?:[0-9a-fA-F]{2}){10,})``
+    finds them: the next search starts where the whole bytes end, as there. Pure."""
+    pos = 0
+    while (m := _HEX_TOKEN.search(word, pos)) is not None:
+        odd = len(m.group(1)) % 2
+        end = m.end() - odd
+        yield word[m.start() : end], word[m.start(1) : end]
+        pos = end
 
 
 def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
@@ -191,10 +203,10 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
                     break
         if len(word) < 20 or _HEX_RUN.search(word) is None:
             continue  # a hex token is 20 digits or more
-        for m in _HEX_TOKEN.finditer(word):
-            readable = _readable(bytes.fromhex(m.group(1)))
+        for token, digits in _hex_tokens(word):
+            readable = _readable(bytes.fromhex(digits))
             if readable is not None:
-                yield readable, "hex", text.find(m.group())
+                yield readable, "hex", text.find(token)
     if "%" in text and _URL_ESCAPE.search(text):
         unquoted = urllib.parse.unquote(text)
         if unquoted != text:
