@@ -350,3 +350,14 @@ def test_hex_tokens_are_found_as_whole_bytes_as_before(word: str) -> None:
     before = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){10,})")
     found = [(m.group(), m.group(1)) for m in before.finditer(word)]
     assert list(normalise._hex_tokens(word)) == found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("aé密\u200b\u202eπпſıΣᲀ\u0345µ")) | st.text(max_size=30))
+def test_one_search_answers_for_invisible_look_alike_and_case_odd(text: str) -> None:
+    separately = (
+        normalise._HAS_INVISIBLE.search(text) is not None
+        or normalise._HAS_CONFUSABLE.search(text) is not None
+        or any(ch in CASE_ODD for ch in text)
+    )
+    assert normalise.unusual(text) == separately

@@ -17,7 +17,7 @@ from typing import Any
 
 import ahocorasick
 
-from harness.memory.guard.normalise import long_words_of
+from harness.memory.guard.normalise import long_words_of, unusual
 from harness.memory.guard.variants import holds_case_odd, lowered_source
 
 __all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_random", "mask"]
@@ -459,7 +459,7 @@ class RuleSet:
         # the lower-cased pattern over the lower-cased text is a cheaper first test (same
         # matches; see ``lowered_source``): most candidates fail it, and then need no more
         # (``find`` only comes here when lower-casing kept the length)
-        if index.ascii or not holds_case_odd(text):
+        if not unusual(text) or not holds_case_odd(text):
             candidates = self._first_test(low, candidates)
         for start, n in sorted(candidates):
             pattern, variants, accept = matchers[n][:3]

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from harness.memory.guard.variants import CASE_ODD
+
 __all__ = [
     "View",
     "clean",
@@ -21,6 +23,7 @@ __all__ = [
     "fold_confusables",
     "joined_lines",
     "long_words_of",
+    "unusual",
     "views",
 ]
 
@@ -69,6 +72,19 @@ def _identity(i: int) -> int:
 
 _HAS_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
 _HAS_CONFUSABLE = re.compile("[\u0370-\u03ff\u0400-\u052f]")
+# any of the three kinds of character some step treats apart (invisible, look-alike, and
+# CASE_ODD for the lower-cased patterns): most non-ASCII text holds none, and then one search
+# answers for the three
+_HAS_UNUSUAL = re.compile(
+    "[" + "".join(map(chr, _INVISIBLE)) + "\u0370-\u03ff\u0400-\u052f" + CASE_ODD + "]"
+)
+
+
+@lru_cache(maxsize=8)
+def unusual(text: str) -> bool:
+    """Whether ``text`` holds an invisible, look-alike or ``CASE_ODD`` character: when not,
+    :func:`clean`, :func:`fold_confusables` and ``holds_case_odd`` need not look. Pure."""
+    return not text.isascii() and _HAS_UNUSUAL.search(text) is not None
 
 
 @lru_cache(maxsize=8)
@@ -84,12 +100,14 @@ def clean(text: str) -> str:
         return text
     text = unicodedata.normalize("NFKC", text)
     # str.translate looks every character up in a dict: only pay for it when needed
-    return text.translate(_INVISIBLE) if _HAS_INVISIBLE.search(text) else text
+    if not unusual(text) or not _HAS_INVISIBLE.search(text):
+        return text
+    return text.translate(_INVISIBLE)
 
 
 def fold_confusables(text: str) -> str:
     """Replace Cyrillic and Greek look-alikes of Latin letters by the Latin letter. Pure."""
-    if text.isascii() or not _HAS_CONFUSABLE.search(text):
+    if not unusual(text) or not _HAS_CONFUSABLE.search(text):
         return text
     return text.translate(_CONFUSABLES)
 
