@@ -12,7 +12,6 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import ahocorasick
@@ -33,36 +32,39 @@ _TWO_DIGITS = re.compile(r"[0-9][^0-9]*[0-9]")
 
 
 class TextIndex:
-    """Lazily computed facts about one text that many rules share: lower case, long words."""
+    """Facts about one text that many rules share: lower case, ASCII, long words (lazily).
+
+    Plain attributes, not ``functools.cached_property``: every find reads the first two, and
+    a cached property costs a lock on first use (Python 3.11).
+    """
+
+    __slots__ = ("_long_words", "ascii", "lowered", "text")
 
     def __init__(self, text: str):
         self.text = text
-
-    @cached_property
-    def lowered(self) -> str:
-        low = self.text.lower()
+        low = text.lower()
         # a few characters change length when lowered; then anchors would point elsewhere
-        return low if len(low) == len(self.text) else ""
+        self.lowered = low if len(low) == len(text) else ""
+        self.ascii = text.isascii()
+        self._long_words: list[tuple[int, int]] | None = None
 
-    @cached_property
+    @property
     def long_words(self) -> list[tuple[int, int]]:
         """Spans of whitespace-free runs of 12+ characters that hold a digit or an inner capital.
 
         Every key shape the token rules know has one; prose words and plain URLs do not.
         """
-        spans: list[tuple[int, int]] = []
-        pos = 0
-        text = self.text
-        for word in long_words_of(text):
-            at = text.find(word, pos)
-            pos = at + len(word)
-            if _KEYISH.search(word, 1):
-                spans.append((at, pos))
-        return spans
-
-    @cached_property
-    def ascii(self) -> bool:
-        return self.text.isascii()
+        if self._long_words is None:
+            spans: list[tuple[int, int]] = []
+            pos = 0
+            text = self.text
+            for word in long_words_of(text):
+                at = text.find(word, pos)
+                pos = at + len(word)
+                if _KEYISH.search(word, 1):
+                    spans.append((at, pos))
+            self._long_words = spans
+        return self._long_words
 
 
 @dataclass(frozen=True)
