@@ -32,6 +32,7 @@ from harness.memory.guard.variants import (
 )
 from harness.memory.types import Source
 from tests.guard_oracle import default_guard as oracle_guard
+from tests.guard_oracle import normalise as oracle_normalise
 from tests.guard_oracle import vendors as oracle_vendors
 
 DATA = Path(__file__).parent / "data" / "guard"
@@ -361,3 +362,9 @@ def test_one_search_answers_for_invisible_look_alike_and_case_odd(text: str) -> 
         or any(ch in CASE_ODD for ch in text)
     )
     assert normalise.unusual(text) == separately
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts | st.text(st.sampled_from("0123456789abcdefABCDEF+/-_=%: "), max_size=120))
+def test_decoded_views_are_the_oracles(text: str) -> None:
+    assert list(normalise.decoded_views(text)) == list(oracle_normalise.decoded_views(text))

@@ -152,6 +152,8 @@ def joined_lines(text: str) -> tuple[str, Callable[[int], int]]:
 
 
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+_ASCII_CAPITAL = re.compile(r"[A-Z]")
+_LETTERLESS_TOKEN = re.compile(r"[0-9+/_\-]{16}")
 _HEX_TOKEN = re.compile(r"(?:0x)?([0-9a-fA-F]{20,})")
 # every hex token holds 20 hex digits in a row: one cheap search decides whether to look further
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{20}")
@@ -198,7 +200,12 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
     # tokens only live in long whitespace-free words: look nowhere else (this runs on every write)
     long_words = [w for w in long_words_of(text) if len(w) >= 16]
     for word in long_words:
-        for m in _B64_TOKEN.finditer(word):
+        # without a capital, a token is skipped below unless it holds no letter at all
+        if _ASCII_CAPITAL.search(word) is None and _LETTERLESS_TOKEN.search(word) is None:
+            tokens: Iterator[re.Match[str]] = iter(())
+        else:
+            tokens = _B64_TOKEN.finditer(word)
+        for m in tokens:
             token = m.group()
             # base64 of text mixes cases and digits; hex, words and numbers do not
             if token.islower() or token.isupper() or token.isalpha() or token.isdigit():
