@@ -189,24 +189,32 @@ def _earlier_starts(text: str, i: int) -> list[int]:
     return starts
 
 
-# _earlier_starts on ASCII text, read by one match over the reversed text: the identifier run
-# (letters, digits, "_.-": in ASCII, str.isalnum), then two (spaces, letters) pairs.
-_WALK_BACK_ASCII = re.compile(r"[A-Za-z0-9_.\-]{0,40}([ \t]*)([A-Za-z]{0,20})([ \t]*)([A-Za-z]{0,20})")
+# _earlier_starts read by one match over the reversed text: the identifier run ("\w" is
+# str.isalnum or "_"), then two (spaces, letters) pairs. "[^\W\d_]" is every letter, but also
+# a few number signs ("²", "½") that str.isalpha refuses: a non-ASCII word is checked.
+_WALK_BACK = re.compile(r"[\w.\-]{0,40}([ \t]*)([^\W\d_]{0,20})([ \t]*)([^\W\d_]{0,20})")
 
 
-def _earlier_starts_ascii(text: str, reverse: str, i: int) -> list[int]:
-    """:func:`_earlier_starts` for ASCII ``text``, read from ``reverse`` (``text[::-1]``)."""
+def _earlier_starts_reversed(text: str, reverse: str, i: int) -> list[int]:
+    """:func:`_earlier_starts`, read from ``reverse`` (``text[::-1]``) by one match. Pure."""
     n = len(text)
-    m = _WALK_BACK_ASCII.match(reverse, n - i)
+    m = _WALK_BACK.match(reverse, n - i)
     assert m is not None  # every part may be empty
     j = n - m.start(1)
     starts = [p.start() for p in _PART.finditer(text, j, i)] if j < i else []
-    first = m.end(2)
-    if first != m.start(2):
-        starts.append(n - first)
-        second = m.end(4)
-        if second != m.start(4):
-            starts.append(n - second)
+    a, b = m.span(2)
+    if a == b:
+        return starts
+    c, d = m.span(4)
+    if not reverse.isascii():
+        first, second = reverse[a:b], reverse[c:d]
+        if not (first.isascii() or first.isalpha()) or not (
+            second.isascii() or second.isalpha() or not second
+        ):
+            return _earlier_starts(text, i)
+    starts.append(n - b)
+    if c != d:
+        starts.append(n - d)
     return starts
 
 
@@ -431,8 +439,8 @@ class RuleSet:
         allowed = self._allowed(allow)
         candidates: set[tuple[int, int]] = set()
         add = candidates.add
-        # back-off walks read the reversed text with one match each when the text is ASCII
-        reverse = text[::-1] if index.ascii else ""
+        # back-off walks read the reversed text with one match each
+        reverse = text[::-1]
         for end, (length, whole, here, back) in self._automaton.iter(low):
             i = end - length + 1
             if whole and (
@@ -447,11 +455,7 @@ class RuleSet:
                 if starts is None or low.startswith(starts.get(low[i], ()), i):
                     add((i, n))
             if back:
-                earlier = (
-                    _earlier_starts_ascii(text, reverse, i)
-                    if reverse
-                    else _earlier_starts(text, i)
-                )
+                earlier = _earlier_starts_reversed(text, reverse, i)
                 if earlier:
                     for n, starts in back:
                         for e in earlier:
