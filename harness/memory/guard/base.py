@@ -375,6 +375,7 @@ class RuleSet:
              r.refuses_lowered)
             for r in rules
         )  # fmt: skip
+        self._first_tests = tuple(m[3:] for m in self._matchers)
 
     def find(
         self, text: str, allow: Callable[[GuardRule], bool] | None = None
@@ -487,9 +488,10 @@ class RuleSet:
         ``lowered_source``), which ``find`` only asks for when ``reads_lowered`` holds. It
         only drops candidates, so their order does not matter here."""
         kept = set()
-        matchers = self._matchers
-        for start, n in candidates:
-            lowered, narrowed, refuses = matchers[n][3:]
+        first_tests = self._first_tests
+        for candidate in candidates:
+            start, n = candidate
+            lowered, narrowed, refuses = first_tests[n]
             if lowered is not None:
                 if narrowed is not None:
                     found = narrowed.get(low[start : start + 2], lowered)
@@ -499,7 +501,7 @@ class RuleSet:
                 first = lowered.match(low, start)
                 if first is None or (refuses is not None and refuses(first)):
                     continue
-            kept.add((start, n))
+            kept.add(candidate)
         return kept
 
     def _allowed(self, allow: Callable[[GuardRule], bool] | None) -> frozenset[int] | None:
