@@ -266,7 +266,7 @@ def test_placeholder_test_reads_as_the_case_ignoring_pattern(value: str) -> None
     assert secrets._placeholder(value) == (secrets._PLACEHOLDER.search(value) is not None)
 
 
-LOWERED = [rule for rule in NEW.rules if rule._lowered is not None]
+LOWERED = [rule for rule in NEW.rules if rule.lowered_for("") is not None]
 
 
 def test_anchored_rules_that_ignore_case_have_a_lowered_pattern() -> None:

@@ -102,7 +102,7 @@ class GuardRule:
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _variants: dict[str, re.Pattern[str] | str] = field(init=False, repr=False, compare=False)
-    _lowered: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _lowered: list[re.Pattern[str]] = field(init=False, repr=False, compare=False)
     _lowered_variants: dict[str, re.Pattern[str] | str] = field(
         init=False, repr=False, compare=False
     )
@@ -117,15 +117,9 @@ class GuardRule:
         object.__setattr__(self, "_stems", stems)
         object.__setattr__(self, "_unicode", unicode)
         object.__setattr__(self, "_variants", dict(self.variants))
-        lowered = None
-        if self.pattern.flags & re.IGNORECASE and self.anchors:
-            flags = self.pattern.flags & ~re.IGNORECASE
-            lowered = re.compile(lowered_source(self.pattern.pattern), flags)
-            assert lowered.groupindex == self.pattern.groupindex
-        object.__setattr__(self, "_lowered", lowered)
-        object.__setattr__(
-            self, "_lowered_variants", {k: lowered_source(v) for k, v in self.variants}
-        )
+        # the lowered patterns are written and compiled when first asked for (not at import)
+        object.__setattr__(self, "_lowered", [])
+        object.__setattr__(self, "_lowered_variants", dict(self.variants))
 
     def pattern_for(self, start: str) -> re.Pattern[str]:
         """The pattern to match where the text (lower-cased) begins with ``start``. Pure.
@@ -143,14 +137,18 @@ class GuardRule:
     def lowered_for(self, start: str) -> re.Pattern[str] | None:
         """:meth:`pattern_for`, lower-cased for the lower-cased text (see ``lowered_source``);
         None for a pattern that does not ignore case or has no anchors. Pure."""
-        if self._lowered is None:
+        if not (self.pattern.flags & re.IGNORECASE and self.anchors):
             return None
+        flags = self.pattern.flags & ~re.IGNORECASE
         found = self._lowered_variants.get(start[:2])
         if found is None:
-            return self._lowered
+            if not self._lowered:
+                lowered = re.compile(lowered_source(self.pattern.pattern), flags)
+                assert lowered.groupindex == self.pattern.groupindex
+                self._lowered.append(lowered)
+            return self._lowered[0]
         if isinstance(found, str):
-            flags = self.pattern.flags & ~re.IGNORECASE
-            found = self._lowered_variants[start[:2]] = re.compile(found, flags)
+            found = self._lowered_variants[start[:2]] = re.compile(lowered_source(found), flags)
         return found
 
     def find(self, text: str) -> re.Match[str] | None:
@@ -371,8 +369,8 @@ class RuleSet:
         self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)
         # what the anchored pass needs of each rule, read once here rather than per candidate
         self._matchers = tuple(
-            (r.pattern, r._variants or None, r.accept, r._lowered, r._lowered_variants or None,
-             r.refuses_lowered)
+            (r.pattern, r._variants or None, r.accept, r.lowered_for(""),
+             r._lowered_variants or None, r.refuses_lowered)
             for r in rules
         )  # fmt: skip
         self._first_tests = tuple(m[3:] for m in self._matchers)

@@ -80,13 +80,14 @@ def _r(
     anchors: str = "",
     narrow: str = "",
 ) -> GuardRule:
+    pattern = guard_lazy_alternations(pattern)
     return GuardRule(
         rule,
         reason,
-        re.compile(guard_lazy_alternations(pattern), _I | re.MULTILINE),
+        re.compile(pattern, _I | re.MULTILINE),
         accept,
         secret=False,
-        variants=_narrowed(guard_lazy_alternations(pattern), narrow) if narrow else (),
+        variants=_narrowed(pattern, narrow) if narrow else (),
         # "+" joins the words of a two-word anchor ("set+aside"): common words alone ("set",
         # "do", "no") would send the pattern to every occurrence
         anchors=tuple(a.replace("+", " ") for a in anchors.split()),
