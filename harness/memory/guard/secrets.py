@@ -125,7 +125,8 @@ _PROSE = _words(
 
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _CODE_SEPS = frozenset({":", "=", "=>", ":=", "：", "=="})
-_USER_LABEL = re.compile(r"(?:credentials?|login|zugangsdaten|identifiants)")
+# labels that name a user and a password together ("credentials: admin / pw"), by their start
+_USER_LABELS = ("credential", "login", "zugangsdaten", "identifiants")
 _UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
 
 
@@ -170,7 +171,7 @@ def _surely_refused(m: re.Match[str]) -> bool:
         not strong
         and len(value) < 12
         and sep not in _CODE_SEPS
-        and _USER_LABEL.match(m.group("label").lower()) is None
+        and not m.group("label").lower().startswith(_USER_LABELS)
     ):
         return True
     return not value or _placeholder(value)
@@ -197,7 +198,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     label = m.group("label").lower()
     if sep in _CODE_SEPS and _code_like(m):
         return len(value) >= 3 and value.lower() not in _PROSE
-    if not strong and _USER_LABEL.match(label):
+    if not strong and label.startswith(_USER_LABELS):
         # "credentials: admin / hunter2" or "login: root/toor1" names a user, then the password
         pair = re.match(r"\s*[/:]\s*(\S{4,})", text[m.end("value") :]) or re.fullmatch(
             r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]+[/:]([^/\s]{4,})", value
