@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
-from harness.memory.guard import base, default_guard, injection, normalise, secrets, vendors
+from harness.memory.guard import default_guard, injection, normalise, ruleset, secrets, vendors
 from harness.memory.guard.variants import (
     CASE_ODD,
     first_letter_guard,
@@ -335,7 +335,7 @@ def test_pattern_letters_match_ignoring_case_as_their_lower_case() -> None:
 )
 def test_walk_back_over_the_reversed_text_finds_the_same_starts(text: str, at: int) -> None:
     i = min(at, len(text))
-    assert base._earlier_starts_reversed(text, text[::-1], i) == base._earlier_starts(text, i)
+    assert ruleset._earlier_starts_reversed(text, text[::-1], i) == ruleset._earlier_starts(text, i)
 
 
 @settings(max_examples=300, deadline=None)
