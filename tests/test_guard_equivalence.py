@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,18 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
-from harness.memory.guard import default_guard, vendors
-from harness.memory.guard.variants import heads, split_alternatives
+from harness.memory.guard import default_guard, injection, normalise, ruleset, secrets, vendors
+from harness.memory.guard.variants import (
+    CASE_ODD,
+    first_letter_guard,
+    guard_lazy_alternations,
+    heads,
+    reads_lowered,
+    split_alternatives,
+)
 from harness.memory.types import Source
 from tests.guard_oracle import default_guard as oracle_guard
+from tests.guard_oracle import normalise as oracle_normalise
 from tests.guard_oracle import vendors as oracle_vendors
 
 DATA = Path(__file__).parent / "data" / "guard"
@@ -213,3 +222,150 @@ def test_alternatives_and_heads_are_read_from_the_regex_source() -> None:
     assert heads(r"(?:the\s+)?rules") == {""}
     assert heads(r"[A-Z]+") == {""}
     assert heads(r"(?P<x>a)") == {""}
+
+
+GUARDED = [
+    secrets._COPULA,
+    secrets._SUFFIXES,
+    injection._RESTRICTION_FREE,
+    injection._FILLER,
+    injection._OBJ,
+    f"{injection._WHEN}|{injection._STRONG_OBJ}",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_first_letter_guards_admit_every_match(data: st.DataObject) -> None:
+    # whatever an alternation matches (in any case) begins with a character its guard admits
+    alternation = data.draw(st.sampled_from(GUARDED))
+    guard = re.compile(first_letter_guard(alternation), re.IGNORECASE)
+    text = data.draw(st.from_regex(re.compile(alternation, re.IGNORECASE)))
+    found = re.compile(alternation, re.IGNORECASE).search(text)
+    assert found is not None
+    assert guard.match(text, found.start()) is not None, (alternation, text)
+
+
+def test_guards_go_before_lazy_alternations_only() -> None:
+    assert first_letter_guard(r"(?:is|was|\d)") == r"(?=[iw\d])"
+    assert first_letter_guard(r"(?:is|[ab]c)") == ""  # a class head: no guard
+    assert first_letter_guard(r"(?:is|\s*x)") == ""  # an optional first part: no guard
+    assert guard_lazy_alternations(r"a.{0,3}?(?:b|c)d") == r"a.{0,3}?(?=[bc])(?:b|c)d"
+    assert guard_lazy_alternations(r"a.{0,3}?(?:b|c)?d") == r"a.{0,3}?(?:b|c)?d"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.from_regex(secrets._PLACEHOLDER),
+        st.text(st.characters(max_codepoint=0x7F)),
+        st.text(max_size=20),
+    )
+)
+def test_placeholder_test_reads_as_the_case_ignoring_pattern(value: str) -> None:
+    assert secrets._placeholder(value) == (secrets._PLACEHOLDER.search(value) is not None)
+
+
+LOWERED = [rule for rule in NEW.rules if rule.lowered_for("") is not None]
+
+
+def test_anchored_rules_that_ignore_case_have_a_lowered_pattern() -> None:
+    assert {rule.rule for rule in LOWERED} >= {"password_assignment", "injection_ignore"}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(min_value=0, max_value=len(LOWERED) - 1),
+    st.one_of(
+        texts,
+        st.sampled_from(CORPUS),
+        texts.map(lambda t: t.encode("ascii", "ignore").decode()),
+        st.text(st.sampled_from("aAsSkKiIeEéÉüÜçñÑßẞпПвВ密码 :=")),
+    ),
+)
+def test_lowered_patterns_match_as_the_case_ignoring_ones(which: int, text: str) -> None:
+    # wherever reads_lowered holds: ASCII, and every text without a CASE_ODD letter
+    rule = LOWERED[which]
+    text = text[:400]
+    assume(reads_lowered(text))
+    low = text.lower()
+    for start in range(len(text)):
+        whole = rule.pattern_for(low[start:]).match(text, start)
+        lowered = rule.lowered_for(low[start:])
+        assert lowered is not None
+        part = lowered.match(low, start)
+        assert (whole and whole.span()) == (part and part.span()), (rule.rule, text, start)
+
+
+def test_case_odd_letters_are_those_lower_casing_sets_apart() -> None:
+    # every letter whose lower case differs from its upper case's lower case, and the sigma
+    found = set()
+    for code in range(0x110000):
+        if 0xD800 <= code < 0xE000:
+            continue
+        ch = chr(code)
+        lower, upper = ch.lower(), ch.upper()
+        if len(lower) == 1 and len(upper) == 1 and upper.lower() != lower:
+            found.add(ch)
+    assert found | {"\u03a3"} == set(CASE_ODD)
+
+
+def test_pattern_letters_match_ignoring_case_as_their_lower_case() -> None:
+    # the letters the lowered patterns hold, against every cased letter that reads lowered
+    letters = {c for rule in LOWERED for c in rule.pattern.pattern if c.isalpha()}
+    cased = [
+        chr(code)
+        for code in range(0x110000)
+        if not 0xD800 <= code < 0xE000
+        and chr(code).lower() != chr(code).upper()
+        and reads_lowered(chr(code))
+    ]
+    for letter in letters:
+        pattern = re.compile(re.escape(letter), re.IGNORECASE)
+        for ch in cased:
+            assert (pattern.fullmatch(ch) is not None) == (ch.lower() == letter.lower()), (letter, ch)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(st.sampled_from("aZ09_.-:/ \t\nkeypassé²½٣密码İßǅ"), max_size=80)
+    | st.sampled_from(CORPUS)
+    | st.text(max_size=40),
+    st.integers(min_value=0, max_value=200),
+)
+def test_walk_back_over_the_reversed_text_finds_the_same_starts(text: str, at: int) -> None:
+    i = min(at, len(text))
+    assert ruleset._earlier_starts_reversed(text, text[::-1], i) == ruleset._earlier_starts(text, i)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.sampled_from("0123456789abcdefABCDEFxXg-"), max_size=90)
+    | st.builds(
+        lambda a, b, c: a + "0x" + b + c,
+        st.text(st.sampled_from("0123456789abcdef0x"), max_size=30),
+        st.text(st.sampled_from("0123456789abcdef"), min_size=15, max_size=45),
+        st.text(st.sampled_from("0123456789abcdefxg"), max_size=30),
+    )
+)
+def test_hex_tokens_are_found_as_whole_bytes_as_before(word: str) -> None:
+    before = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){10,})")
+    found = [(m.group(), m.group(1)) for m in before.finditer(word)]
+    assert list(normalise._hex_tokens(word)) == found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("aé密\u200b\u202eπпſıΣᲀ\u0345µ")) | st.text(max_size=30))
+def test_one_search_answers_for_invisible_look_alike_and_case_odd(text: str) -> None:
+    separately = (
+        normalise._HAS_INVISIBLE.search(text) is not None
+        or normalise._HAS_CONFUSABLE.search(text) is not None
+        or any(ch in CASE_ODD for ch in text)
+    )
+    assert normalise.unusual(text) == separately
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts | st.text(st.sampled_from("0123456789abcdefABCDEF+/-_=%: "), max_size=120))
+def test_decoded_views_are_the_oracles(text: str) -> None:
+    assert list(normalise.decoded_views(text)) == list(oracle_normalise.decoded_views(text))

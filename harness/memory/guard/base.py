@@ -3,6 +3,7 @@
 Speed matters (the guard runs on every write): a rule names ``anchors``, the lower-case words or
 stems at which its matches start, so it only runs its pattern where one of them occurs; token
 rules only look inside long whitespace-free words. A rule with neither searches the whole text.
+:mod:`harness.memory.guard.ruleset` runs many rules in one pass over a text.
 """
 
 from __future__ import annotations
@@ -12,16 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
-
-import ahocorasick
 
 from harness.memory.guard.normalise import long_words_of
+from harness.memory.guard.variants import lowered_source
 
-__all__ = ["Finding", "GuardRule", "RuleSet", "TextIndex", "entropy", "looks_random", "mask"]
+__all__ = ["Finding", "GuardRule", "TextIndex", "entropy", "looks_random", "mask"]
 
-_PART = re.compile(r"[A-Za-z0-9]+")
 _WORDY = re.compile(r"[A-Z]?[a-z]{4,}")
 _KEYISH = re.compile(r"[0-9A-Z]")
 _SEPARATORS = re.compile(r"[-_/+.=]")
@@ -32,36 +29,39 @@ _TWO_DIGITS = re.compile(r"[0-9][^0-9]*[0-9]")
 
 
 class TextIndex:
-    """Lazily computed facts about one text that many rules share: lower case, long words."""
+    """Facts about one text that many rules share: lower case, ASCII, long words (lazily).
+
+    Plain attributes, not ``functools.cached_property``: every find reads the first two, and
+    a cached property costs a lock on first use (Python 3.11).
+    """
+
+    __slots__ = ("_long_words", "ascii", "lowered", "text")
 
     def __init__(self, text: str):
         self.text = text
-
-    @cached_property
-    def lowered(self) -> str:
-        low = self.text.lower()
+        low = text.lower()
         # a few characters change length when lowered; then anchors would point elsewhere
-        return low if len(low) == len(self.text) else ""
+        self.lowered = low if len(low) == len(text) else ""
+        self.ascii = text.isascii()
+        self._long_words: list[tuple[int, int]] | None = None
 
-    @cached_property
+    @property
     def long_words(self) -> list[tuple[int, int]]:
         """Spans of whitespace-free runs of 12+ characters that hold a digit or an inner capital.
 
         Every key shape the token rules know has one; prose words and plain URLs do not.
         """
-        spans: list[tuple[int, int]] = []
-        pos = 0
-        text = self.text
-        for word in long_words_of(text):
-            at = text.find(word, pos)
-            pos = at + len(word)
-            if _KEYISH.search(word, 1):
-                spans.append((at, pos))
-        return spans
-
-    @cached_property
-    def ascii(self) -> bool:
-        return self.text.isascii()
+        if self._long_words is None:
+            spans: list[tuple[int, int]] = []
+            pos = 0
+            text = self.text
+            for word in long_words_of(text):
+                at = text.find(word, pos)
+                pos = at + len(word)
+                if _KEYISH.search(word, 1):
+                    spans.append((at, pos))
+            self._long_words = spans
+        return self._long_words
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,8 @@ class GuardRule:
     ``variants`` pair the first two lower-case characters of a start with the source of a smaller
     pattern (same flags) that matches there exactly as ``pattern`` does: only the alternatives
     that can begin so (see :mod:`harness.memory.guard.variants`). Each is compiled on first use.
+    ``refuses_lowered`` (optional, for an IGNORECASE pattern) tells from a match over the
+    lower-cased text that ``accept`` would refuse it, using only tests that do not depend on case.
     """
 
     rule: str
@@ -92,10 +94,15 @@ class GuardRule:
     trigger: re.Pattern[str] | None = None
     starts: tuple[str, ...] = ()
     variants: tuple[tuple[str, str], ...] = ()
+    refuses_lowered: Callable[[re.Match[str]], bool] | None = None
     _words: frozenset[str] = field(init=False, repr=False, compare=False)
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _variants: dict[str, re.Pattern[str] | str] = field(init=False, repr=False, compare=False)
+    _lowered: list[re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _lowered_variants: dict[str, re.Pattern[str] | str] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         words = {a for a in self.anchors if a.isascii() and a.isalpha()}
@@ -107,6 +114,9 @@ class GuardRule:
         object.__setattr__(self, "_stems", stems)
         object.__setattr__(self, "_unicode", unicode)
         object.__setattr__(self, "_variants", dict(self.variants))
+        # the lowered patterns are written and compiled when first asked for (not at import)
+        object.__setattr__(self, "_lowered", [])
+        object.__setattr__(self, "_lowered_variants", dict(self.variants))
 
     def pattern_for(self, start: str) -> re.Pattern[str]:
         """The pattern to match where the text (lower-cased) begins with ``start``. Pure.
@@ -119,6 +129,23 @@ class GuardRule:
         if isinstance(found, str):
             # compiled when first needed: most starts never occur, and compiling all costs time
             found = self._variants[start[:2]] = re.compile(found, self.pattern.flags)
+        return found
+
+    def lowered_for(self, start: str) -> re.Pattern[str] | None:
+        """:meth:`pattern_for`, lower-cased for the lower-cased text (see ``lowered_source``);
+        None for a pattern that does not ignore case or has no anchors. Pure."""
+        if not (self.pattern.flags & re.IGNORECASE and self.anchors):
+            return None
+        flags = self.pattern.flags & ~re.IGNORECASE
+        found = self._lowered_variants.get(start[:2])
+        if found is None:
+            if not self._lowered:
+                lowered = re.compile(lowered_source(self.pattern.pattern), flags)
+                assert lowered.groupindex == self.pattern.groupindex
+                self._lowered.append(lowered)
+            return self._lowered[0]
+        if isinstance(found, str):
+            found = self._lowered_variants[start[:2]] = re.compile(lowered_source(found), flags)
         return found
 
     def find(self, text: str) -> re.Match[str] | None:
@@ -136,25 +163,6 @@ class GuardRule:
             # a refused match may hide an accepted one that starts inside it
             pos = m.start() + 1
         return None
-
-
-def _earlier_starts(text: str, i: int) -> list[int]:
-    """Starts of the identifier parts before ``i`` and of the two words before it."""
-    j = i
-    while j > 0 and i - j < 40 and (text[j - 1].isalnum() or text[j - 1] in "_.-"):
-        j -= 1
-    starts = [m.start() for m in _PART.finditer(text, j, i)] if j < i else []
-    for _ in range(2):
-        k = j
-        while k > 0 and text[k - 1] in " \t":
-            k -= 1
-        j = k
-        while j > 0 and k - j < 20 and text[j - 1].isalpha():
-            j -= 1
-        if j == k:
-            break
-        starts.append(j)
-    return starts
 
 
 @dataclass(frozen=True)
@@ -217,167 +225,3 @@ def entropy(text: str) -> float:
     """Shannon entropy in bits per character. Pure."""
     n = len(text)
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
-
-
-_Starts = dict[str, tuple[str, ...]]
-
-
-def _by_first(starts: tuple[str, ...]) -> _Starts:
-    """``starts`` grouped by first character: ``low.startswith(d.get(low[i], ()), i)`` is
-    ``low.startswith(starts, i)`` while trying a handful of prefixes instead of all."""
-    grouped: dict[str, list[str]] = {}
-    for prefix in starts:
-        grouped.setdefault(prefix[:1], []).append(prefix)
-    return {first: tuple(group) for first, group in grouped.items()}
-
-
-class RuleSet:
-    """Rules compiled for one pass: each anchor is looked up once for all rules that share it.
-
-    The result is the same as asking every rule's :meth:`GuardRule.find` in turn (any accepted
-    match), at a fraction of the cost: one Aho-Corasick pass over the lower-cased text finds
-    every anchor, and patterns only run where an anchor occurs.
-    """
-
-    def __init__(self, rules: tuple[GuardRule, ...]):
-        self.rules = rules
-        order = {id(rule): n for n, rule in enumerate(rules)}
-        words: dict[str, list[int]] = {}
-        stems: dict[str, list[int]] = {}
-        unicode: dict[str, list[int]] = {}
-        for rule in rules:
-            n = order[id(rule)]
-            for word in rule._words:
-                words.setdefault(word, []).append(n)
-            for stem in rule._stems:
-                stems.setdefault(stem, []).append(n)
-            for anchor in rule._unicode:
-                unicode.setdefault(anchor, []).append(n)
-        # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule;
-        # each anchor carries the rules that may match at it and those that back off from it
-        self._automaton: Any = ahocorasick.Automaton()
-        for table, whole in ((words, True), (stems, False), (unicode, False)):
-            for anchor, ns in table.items():
-                here: list[tuple[int, _Starts | None]] = []
-                back: list[tuple[int, _Starts | None]] = []
-                for n in ns:
-                    starts = rules[n].starts
-                    # "" would admit every start: then there is nothing to test
-                    by_first = _by_first(starts) if starts and "" not in starts else None
-                    if by_first is None or anchor.startswith(starts):
-                        here.append((n, None))  # every start at this anchor passes
-                    elif any(s.startswith(anchor) for s in starts):
-                        here.append((n, by_first))  # passes when the text goes on right
-                    # else no start can begin with this anchor: no candidate at it
-                    if rules[n].back_off:
-                        back.append((n, by_first))
-                self._automaton.add_word(anchor, (len(anchor), whole, tuple(here), tuple(back)))
-        self._anchored = bool(len(self._automaton))
-        if self._anchored:
-            self._automaton.make_automaton()
-        self._vendor = tuple(r for r in rules if r.tokens and r.trigger is not None)
-        self._generic = tuple(r for r in rules if r.tokens and r.trigger is None)
-        self._plain = tuple(r for r in rules if not r.tokens and not r.anchors)
-        # what the anchored pass needs of each rule, read once here rather than per candidate
-        self._matchers = tuple((r.pattern, r._variants or None, r.accept) for r in rules)
-
-    def find(
-        self, text: str, allow: Callable[[GuardRule], bool] | None = None
-    ) -> tuple[GuardRule, re.Match[str]] | None:
-        """The first accepted (rule, match) in ``text``, or None. Pure.
-
-        Vendor token shapes first, then anchored rules in text order, then generic token rules
-        (entropy), then rules without anchors: the most specific rule names the finding.
-        """
-        index = TextIndex(text)
-        if not index.lowered:  # lower() changed the length: no anchors, plain search
-            for rule in self.rules:
-                m = rule.find(text) if allow is None or allow(rule) else None
-                if m is not None:
-                    return rule, m
-            return None
-        return (
-            self._tokens_find(text, index, self._vendor, allow)
-            or self._anchored_find(text, index, allow)
-            or self._tokens_find(text, index, self._generic, allow)
-            or self._plain_find(text, allow)
-        )
-
-    def _plain_find(
-        self, text: str, allow: Callable[[GuardRule], bool] | None
-    ) -> tuple[GuardRule, re.Match[str]] | None:
-        for rule in self._plain:
-            if allow is None or allow(rule):
-                m = rule.find(text)
-                if m is not None:
-                    return rule, m
-        return None
-
-    @staticmethod
-    def _tokens_find(
-        text: str,
-        index: TextIndex,
-        rules: tuple[GuardRule, ...],
-        allow: Callable[[GuardRule], bool] | None,
-    ) -> tuple[GuardRule, re.Match[str]] | None:
-        if allow is not None:
-            rules = tuple(r for r in rules if allow(r))
-        if not rules:
-            return None
-        trigger = rules[0].trigger  # vendor rules share one trigger; generic ones have none
-        for start, end in index.long_words:
-            if trigger is not None and trigger.search(text, start, end) is None:
-                continue
-            for rule in rules:
-                m = rule._search(text, start, end)
-                if m is not None:
-                    return rule, m
-        return None
-
-    def _anchored_find(
-        self, text: str, index: TextIndex, allow: Callable[[GuardRule], bool] | None
-    ) -> tuple[GuardRule, re.Match[str]] | None:
-        if not self._anchored:
-            return None
-        low = index.lowered
-        size = len(low)
-        rules = self.rules
-        allowed = self._allowed(allow)
-        candidates: set[tuple[int, int]] = set()
-        add = candidates.add
-        for end, (length, whole, here, back) in self._automaton.iter(low):
-            i = end - length + 1
-            if whole and (
-                (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
-            ):
-                continue
-            for n, starts in here:
-                # a start the rule's own prefixes exclude can never match: drop it here
-                if (allowed is None or n in allowed) and (
-                    starts is None or low.startswith(starts.get(low[i], ()), i)
-                ):
-                    add((i, n))
-            if back:
-                earlier = _earlier_starts(text, i)
-                if not earlier:
-                    continue
-                for n, starts in back:
-                    if allowed is None or n in allowed:
-                        for e in earlier:
-                            if starts is None or low.startswith(starts.get(low[e], ()), e):
-                                add((e, n))
-        matchers = self._matchers
-        for start, n in sorted(candidates):
-            pattern, variants, accept = matchers[n]
-            if variants is not None:
-                found = variants.get(low[start : start + 2], pattern)
-                pattern = rules[n].pattern_for(low[start:]) if isinstance(found, str) else found
-            m = pattern.match(text, start)
-            if m is not None and (accept is None or accept(m)):
-                return rules[n], m
-        return None
-
-    def _allowed(self, allow: Callable[[GuardRule], bool] | None) -> frozenset[int] | None:
-        if allow is None:
-            return None
-        return frozenset(n for n, rule in enumerate(self.rules) if allow(rule))

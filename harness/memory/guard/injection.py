@@ -13,7 +13,12 @@ import re
 from collections.abc import Callable
 
 from harness.memory.guard.base import GuardRule
-from harness.memory.guard.variants import by_first_letters, split_alternatives
+from harness.memory.guard.variants import (
+    by_first_letters,
+    first_letter_guard,
+    guard_lazy_alternations,
+    split_alternatives,
+)
 
 __all__ = ["INJECTION_RULES", "aimed_at_reader"]
 
@@ -75,6 +80,7 @@ def _r(
     anchors: str = "",
     narrow: str = "",
 ) -> GuardRule:
+    pattern = guard_lazy_alternations(pattern)
     return GuardRule(
         rule,
         reason,
@@ -111,10 +117,11 @@ _VERB = (
     r"neglect|set\s+aside|throw\s+out|pay\s+no\s+(?:attention|heed|mind)\s+to|do\s+not\s+(?:follow|obey|heed)|"
     r"don'?t\s+(?:follow|obey|heed)|stop\s+(?:following|obeying)|no\s+longer\s+(?:follow|obey))"
 )
-_FILL = (
-    r"(?:\s+(?:all|any|each|every|of|the|your|my|these|those|our|its|whatever|that|which|was|were|"
-    r"you|have|been|had|given|told|received|so|far|other|rules|and|instructions|also|entire|whole)){0,6}"
+_FILLER = (
+    r"(?:all|any|each|every|of|the|your|my|these|those|our|its|whatever|that|which|was|were|"
+    r"you|have|been|had|given|told|received|so|far|other|rules|and|instructions|also|entire|whole)"
 )
+_FILL = rf"(?:\s+{first_letter_guard(_FILLER)}{_FILLER}){{0,6}}"
 _WHEN = (
     r"(?:previous(?:ly)?|prior|above|earlier|preceding|former|original|initial|old|existing|foregoing|"
     r"aforementioned|system|developer(?:'s)?|safety|default|current|given|built-in|hidden)"
@@ -129,6 +136,7 @@ _STRONG_OBJ = (
     r"alignment|system\s+prompt|rules|restrictions|"
     r"safety\s+\w+|content\s+polic(?:y|ies))"
 )
+_WHEN_OR_STRONG_GUARD = first_letter_guard(f"{_WHEN}|{_STRONG_OBJ}")
 _ENDS_TOPIC = re.compile(r"\s+(?:about|on|regarding|for|of|from)\s", _I)
 
 
@@ -175,7 +183,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
     _r(
         "injection_ignore",
         "looks like a prompt injection (override of prior instructions)",
-        rf"\b{_VERB}{_FILL}\s+(?:{_WHEN}{_FILL}(?:\s+[\w-]+)?\s+{_OBJ}|{_STRONG_OBJ})\b"
+        rf"\b{_VERB}{_FILL}\s+{_WHEN_OR_STRONG_GUARD}(?:{_WHEN}{_FILL}(?:\s+[\w-]+)?\s+{first_letter_guard(_OBJ)}{_OBJ}|{_STRONG_OBJ})\b"
         rf"|\b{_VERB}\s+(?:all\s+(?:of\s+)?)?(?:the\s+|everything\s+)?(?:above|foregoing|preceding)(?=\s*(?:$|[.,;:!]|and\b|then\b|instead\b))"
         rf"|\b{_VERB}\s+(?:whatever|anything|everything|all|what)\s+(?:you\s+(?:were|have\s+been|got|'ve\s+been)\s+(?:told|given|instructed|taught)|(?:was|has\s+been)\s+(?:said|told|written))"
         rf"|\b{_VERB}\s+(?:all\s+|about\s+)?everything\s+(?:above|before|prior|previously|so\s+far|you\s+(?:were|have\s+been)\s+told)\b"

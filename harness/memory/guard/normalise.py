@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from harness.memory.guard.variants import CASE_ODD
+
 __all__ = [
     "View",
     "clean",
@@ -21,6 +23,7 @@ __all__ = [
     "fold_confusables",
     "joined_lines",
     "long_words_of",
+    "unusual",
     "views",
 ]
 
@@ -69,6 +72,19 @@ def _identity(i: int) -> int:
 
 _HAS_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
 _HAS_CONFUSABLE = re.compile("[\u0370-\u03ff\u0400-\u052f]")
+# any of the three kinds of character some step treats apart (invisible, look-alike, and
+# CASE_ODD for the lower-cased patterns): most non-ASCII text holds none, and then one search
+# answers for the three
+_HAS_UNUSUAL = re.compile(
+    "[" + "".join(map(chr, _INVISIBLE)) + "\u0370-\u03ff\u0400-\u052f" + CASE_ODD + "]"
+)
+
+
+@lru_cache(maxsize=8)
+def unusual(text: str) -> bool:
+    """Whether ``text`` holds an invisible, look-alike or ``CASE_ODD`` character: when not,
+    :func:`clean`, :func:`fold_confusables` and ``holds_case_odd`` need not look. Pure."""
+    return not text.isascii() and _HAS_UNUSUAL.search(text) is not None
 
 
 @lru_cache(maxsize=8)
@@ -84,12 +100,14 @@ def clean(text: str) -> str:
         return text
     text = unicodedata.normalize("NFKC", text)
     # str.translate looks every character up in a dict: only pay for it when needed
-    return text.translate(_INVISIBLE) if _HAS_INVISIBLE.search(text) else text
+    if not unusual(text) or not _HAS_INVISIBLE.search(text):
+        return text
+    return text.translate(_INVISIBLE)
 
 
 def fold_confusables(text: str) -> str:
     """Replace Cyrillic and Greek look-alikes of Latin letters by the Latin letter. Pure."""
-    if text.isascii() or not _HAS_CONFUSABLE.search(text):
+    if not unusual(text) or not _HAS_CONFUSABLE.search(text):
         return text
     return text.translate(_CONFUSABLES)
 
@@ -134,20 +152,42 @@ def joined_lines(text: str) -> tuple[str, Callable[[int], int]]:
 
 
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
-_HEX_TOKEN = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){10,})")
+_ASCII_CAPITAL = re.compile(r"[A-Z]")
+_LETTERLESS_TOKEN = re.compile(r"[0-9+/_\-]{16}")
+_HEX_TOKEN = re.compile(r"(?:0x)?([0-9a-fA-F]{20,})")
 # every hex token holds 20 hex digits in a row: one cheap search decides whether to look further
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{20}")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
+# control bytes other than tab and line breaks: each decodes to one unprintable character
+_CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+
+
 def _readable(data: bytes) -> str | None:
+    # more than one byte in 20 a control: not readable, however it decodes (random bytes,
+    # the usual case, are told apart without raising a decoding error)
+    if (len(data) - len(data.translate(None, _CONTROL_BYTES))) * 20 > len(data):
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
     printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
     return text if text and printable >= 0.95 * len(text) else None
+
+
+def _hex_tokens(word: str) -> Iterator[tuple[str, str]]:
+    """(token, its hex digits) for each run of 20+ hex digits (after an optional "0x") in
+    ``word``, cut to whole bytes, found left to right as ``(?:0x)?((?:[0-9a-fA-F]{2}){10,})``
+    finds them: the next search starts where the whole bytes end, as there. Pure."""
+    pos = 0
+    while (m := _HEX_TOKEN.search(word, pos)) is not None:
+        odd = len(m.group(1)) % 2
+        end = m.end() - odd
+        yield word[m.start() : end], word[m.start(1) : end]
+        pos = end
 
 
 def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
@@ -160,7 +200,12 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
     # tokens only live in long whitespace-free words: look nowhere else (this runs on every write)
     long_words = [w for w in long_words_of(text) if len(w) >= 16]
     for word in long_words:
-        for m in _B64_TOKEN.finditer(word):
+        # without a capital, a token is skipped below unless it holds no letter at all
+        if _ASCII_CAPITAL.search(word) is None and _LETTERLESS_TOKEN.search(word) is None:
+            tokens: Iterator[re.Match[str]] = iter(())
+        else:
+            tokens = _B64_TOKEN.finditer(word)
+        for m in tokens:
             token = m.group()
             # base64 of text mixes cases and digits; hex, words and numbers do not
             if token.islower() or token.isupper() or token.isalpha() or token.isdigit():
@@ -183,10 +228,10 @@ def decoded_views(text: str) -> Iterator[tuple[str, str, int]]:
                     break
         if len(word) < 20 or _HEX_RUN.search(word) is None:
             continue  # a hex token is 20 digits or more
-        for m in _HEX_TOKEN.finditer(word):
-            readable = _readable(bytes.fromhex(m.group(1)))
+        for token, digits in _hex_tokens(word):
+            readable = _readable(bytes.fromhex(digits))
             if readable is not None:
-                yield readable, "hex", text.find(m.group())
+                yield readable, "hex", text.find(token)
     if "%" in text and _URL_ESCAPE.search(text):
         unquoted = urllib.parse.unquote(text)
         if unquoted != text:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.errors import MemoryRejected
-from harness.memory.guard.base import Finding, GuardRule, RuleSet, mask
+from harness.memory.guard.base import Finding, GuardRule, mask
 from harness.memory.guard.injection import INJECTION_RULES
 from harness.memory.guard.normalise import clean, views
+from harness.memory.guard.ruleset import RuleSet
 from harness.memory.guard.secrets import SECRET_RULES
 from harness.memory.types import MemoryCandidate
 

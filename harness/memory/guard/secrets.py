@@ -13,17 +13,17 @@ Three kinds of evidence, each general rather than example-bound:
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable
 
 from harness.memory.guard.base import GuardRule, looks_random
-from harness.memory.guard.variants import by_first_letters
+from harness.memory.guard.variants import by_first_letters, first_letter_guard
 from harness.memory.guard.vendors import VENDOR_RULES
 
 __all__ = ["SECRET_RULES", "looks_random"]
 
 _I = re.IGNORECASE
-_HEX = frozenset(string.hexdigits + "-")
+# hex digits and "-" only (hashes, commit ids, UUIDs): one regex test, cheaper than a set's
+_HEX = re.compile(r"[0-9a-fA-F\-]*")
 _SYMBOLS = frozenset("!@#$%^&*()+=[]{}|\\:;'\"<>?,~`")
 
 
@@ -56,8 +56,11 @@ _WEAK = (
     "api ?キー", "キー", "トークン", "アクセストークン", "秘密鍵", "シークレット", "api ?密钥", "密钥", "秘钥",
     "令牌", "访问令牌",
 )  # fmt: skip
-_SUFFIX = r"(?:[_\-]?(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d))?"
+_SUFFIXES = r"(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d)"
+_SUFFIX = rf"(?:[_\-]?{first_letter_guard(_SUFFIXES)}{_SUFFIXES})?"
 _COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
+# tried after every word of the "between" part: one character test before the alternatives
+_SEP_GUARD = first_letter_guard(_COPULA)
 
 
 def _labelled(strong: Iterable[str], weak: Iterable[str]) -> str:
@@ -65,7 +68,7 @@ def _labelled(strong: Iterable[str], weak: Iterable[str]) -> str:
     return (
         rf"(?P<label>(?P<strong>{'|'.join(strong) or '(?!)'})|(?P<weak>{'|'.join(weak) or '(?!)'}))"
         rf"{_SUFFIX}(?P<close>['\"\]]?)"
-        rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
+        rf"(?:(?P<between>(?:\s+[^\s:=.;!?]{{1,12}}){{0,4}}?)\s*{_SEP_GUARD}(?P<sep>{_COPULA})(?:\s*[:：])?|(?P<space>\s))"
         rf"\s*(?P<quote>['\"`「『“‘«]?)(?P<value>[!-~]+|[^\s'\"`,;，。、」』”’»]*[0-9!-/:-@][^\s'\"`,;，。、」』”’»]*(?=\s*$|[\n.,;，。」』”’»]))"
     )
 
@@ -83,12 +86,23 @@ def _label_variants() -> tuple[tuple[str, str], ...]:
     return by_first_letters((*_STRONG, *_WEAK), build)
 
 
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER_SOURCE = (
     r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
     r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
-    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)",
-    _I,
+    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)"
 )
+_PLACEHOLDER = re.compile(_PLACEHOLDER_SOURCE, _I)
+# On ASCII text, ignoring case is matching the lower-cased text: then the engine can skip ahead
+# on the literals, which it cannot do ignoring case (about twice as fast on a short value).
+_PLACEHOLDER_LOWER = re.compile(_PLACEHOLDER_SOURCE)
+
+
+def _placeholder(value: str) -> bool:
+    """Whether ``value`` reads like a placeholder or a reference rather than a secret. Pure."""
+    if value.isascii():
+        return _PLACEHOLDER_LOWER.search(value.lower()) is not None
+    return _PLACEHOLDER.search(value) is not None
+
 # Words that follow "password is / token:" in prose rather than a credential (en, de, fr, es, pt).
 _PROSE = _words(
     """a an the not no never only also in on at from for to of with by via now still being kept
@@ -110,7 +124,9 @@ _PROSE = _words(
 
 
 _CAMEL = re.compile(r"[a-z][A-Z]")
-_USER_LABEL = re.compile(r"(?:credentials?|login|zugangsdaten|identifiants)")
+_CODE_SEPS = frozenset({":", "=", "=>", ":=", "：", "=="})
+# labels that name a user and a password together ("credentials: admin / pw"), by their start
+_USER_LABELS = ("credential", "login", "zugangsdaten", "identifiants")
 _UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
 
 
@@ -133,23 +149,45 @@ def _code_like(m: re.Match[str]) -> bool:
     )
 
 
+def _value_of(m: re.Match[str]) -> tuple[str, str, str, bool]:
+    """(value without its closing quote or trailing punctuation, quote, separator, strong)."""
+    value, quote, sep, strong = m.group("value", "quote", "sep", "strong")
+    if quote and quote in value:
+        value = value[: value.index(quote)]
+    value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
+    return value, quote, (sep or "").strip(), strong is not None
+
+
+def _surely_refused(m: re.Match[str]) -> bool:
+    """What :func:`_labelled_secret` refuses whatever the case of the letters (the common cases,
+    decided before the costlier tests). Pure."""
+    value, quote, sep, strong = _value_of(m)
+    spaced = not sep
+    # "key rotation", "password in" (spaced: no path accepts a shorter value)
+    if spaced and (len(value) < 6 or ((quote or not strong) and len(value) < 16)):
+        return True
+    # "token is missing": a weak label needs 12 characters unless written as code or a login
+    if (
+        not strong
+        and len(value) < 12
+        and sep not in _CODE_SEPS
+        and not m.group("label").lower().startswith(_USER_LABELS)
+    ):
+        return True
+    return not value or _placeholder(value)
+
+
 def _labelled_secret(m: re.Match[str]) -> bool:
     start = m.start("label")
     text = m.string
     # "compass: north" is not a password: the label must start a word (or a camelCase part)
     if start and text[start - 1].isalpha() and text[start].islower() and text[start - 1].islower():
         return False
-    value = m.group("value")
-    quote = m.group("quote")
-    if quote and quote in value:
-        value = value[: value.index(quote)]
-    value = value.rstrip(".,;:)]}>!?'\"`") if not quote else value
-    sep = (m.group("sep") or "").strip()
-    strong = m.group("strong") is not None
+    if _surely_refused(m):
+        return False
+    value, quote, sep, strong = _value_of(m)
     spaced = not sep
-    if spaced and (quote or not strong) and len(value) < 16:
-        return False  # "key rotation": the common case, decided before the costlier tests
-    if not value or _PLACEHOLDER.search(value) or len(set(value)) == 1:
+    if len(set(value)) == 1:
         return False
     between = m.group("between")
     if spaced and (quote or not strong):
@@ -158,18 +196,18 @@ def _labelled_secret(m: re.Match[str]) -> bool:
     if between and sep in {":", "=", "："}:
         between = ""  # "password for prod: x" reads like a label all the same
     label = m.group("label").lower()
-    if sep in {":", "=", "=>", ":=", "：", "=="} and _code_like(m):
+    if sep in _CODE_SEPS and _code_like(m):
         return len(value) >= 3 and value.lower() not in _PROSE
-    if not strong and _USER_LABEL.match(label):
+    if not strong and label.startswith(_USER_LABELS):
         # "credentials: admin / hunter2" or "login: root/toor1" names a user, then the password
         pair = re.match(r"\s*[/:]\s*(\S{4,})", text[m.end("value") :]) or re.fullmatch(
             r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]+[/:]([^/\s]{4,})", value
         )
-        if pair and not _PLACEHOLDER.search(pair.group(1)):
+        if pair and not _placeholder(pair.group(1)):
             return True
     if not strong:
         # a labelled hex or UUID value is a token (Heroku and many others issue UUID keys)
-        if len(value) >= 16 and _HEX.issuperset(value) and not value.isdigit():
+        if len(value) >= 16 and _HEX.fullmatch(value) and not value.isdigit():
             return True
         return looks_random(value, min_len=12, classes=2) or (
             bool(quote) and len(value) >= 16 and len(set(value)) >= 8
@@ -264,6 +302,7 @@ _LABEL_RULE = GuardRule(
     ),
     back_off=True,
     variants=_label_variants(),
+    refuses_lowered=_surely_refused,
     starts=tuple(
         _words(
             "pass pwd pw secret kennwort mot mdp contrase senha clave pin api access private signing "
@@ -291,7 +330,7 @@ _HASH_CONTEXT = re.compile(
 
 def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
-    if _HEX.issuperset(token):
+    if _HEX.fullmatch(token):
         return False  # hashes, commit ids, UUIDs, trace ids
     if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
         return False  # a path
