@@ -215,7 +215,7 @@ def test_connections_accepted_from_the_listening_socket_send_without_nagle_delay
 def test_a_taken_port_is_an_os_error_and_the_socket_is_closed() -> None:
     first = listening_socket("127.0.0.1", 0)
     try:
-        with pytest.raises(OSError):
+        with pytest.raises(OSError, match="in use"):
             listening_socket("127.0.0.1", first.getsockname()[1])
     finally:
         first.close()
