@@ -54,10 +54,13 @@ from harness.memory.read_routing import AsyncReads, read_router
 from harness.memory.recall import RecallResult
 from harness.memory.replicas import ReadRouting, parse_read_urls
 from harness.memory.retrieval import (
+    MISS,
     Retriever,
-    cached_query_vector,
     coerce_request,
+    embed_queries,
+    known_query_vector,
     recall_failed,
+    remember_query_vector,
 )
 from harness.memory.rls import assume_app_role
 from harness.memory.runs import AsyncRunRecords
@@ -138,7 +141,7 @@ class AsyncMemoryStore:
         self.retriever = Retriever(RankingConfig(top_n=settings.recall_top_n))
         self.runs = AsyncRunRecords(self.transaction)
         # concurrent recalls share model calls: queries waiting together are embedded together
-        self._query_batcher = QueryBatcher(self._embed_queries)
+        self._query_batcher = QueryBatcher(lambda texts: embed_queries(self.embedder, texts))
 
     # --- construction --------------------------------------------------------------------------
 
@@ -422,20 +425,11 @@ class AsyncMemoryStore:
         return self.retriever.assemble_result(fetched, req, cap)
 
     async def _query_vector(self, query: str) -> list[float] | None:
-        cache = self.retriever.query_vectors
-        cached = cached_query_vector(self.embedder, query, cache)
-        if cached is not None or self.embedder is None or not query.strip():
-            return cached
+        known = known_query_vector(self.embedder, query, self.retriever.query_vectors)
+        if known is not MISS:
+            return known
         vector = await self._query_batcher.vector(query)
-        if vector is not None:
-            cache.put(self.embedder.model_name, query, vector)
-        return vector
-
-    def _embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        embedder = self.embedder
-        if embedder is None:  # switched to lexical-only meanwhile: full-text for these
-            raise StoreUnavailable("no embedding model")
-        return embedder.embed(texts)
+        return remember_query_vector(self.embedder, query, self.retriever.query_vectors, vector)
 
     async def signals(
         self, request: RecallRequest | Mapping[str, Any], *, use_vector: bool = True

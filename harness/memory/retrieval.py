@@ -4,15 +4,16 @@ round trips, then assemble (pure). The facades drive these; nothing here holds a
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from functools import partial
 from typing import Any, Literal
 
 from sqlalchemy import exc as sa_exc
 
-from harness.errors import IncompleteRecall, InvalidInput, StoreError
+from harness.errors import IncompleteRecall, InvalidInput, StoreError, StoreUnavailable
 from harness.memory import sql
 from harness.memory.embedder import Embedder
 from harness.memory.ops import Op
@@ -25,11 +26,14 @@ from harness.memory.throttle import OncePerInterval
 from harness.memory.types import RecallRequest, Scope
 
 __all__ = [
+    "MISS",
     "Fetched",
     "Retriever",
-    "cached_query_vector",
     "coerce_request",
+    "embed_queries",
+    "known_query_vector",
     "recall_failed",
+    "remember_query_vector",
 ]
 
 log = logging.getLogger(__name__)
@@ -70,13 +74,41 @@ def recall_failed(req: RecallRequest, exc: Exception) -> RecallResult:
     return RecallResult.empty(degraded=True, reason=f"memory unavailable: {exc}")
 
 
-def cached_query_vector(
+class _Miss(Enum):
+    MISS = "miss"
+
+
+#: :func:`known_query_vector`'s answer when only the model can give the vector.
+MISS = _Miss.MISS
+
+
+def known_query_vector(
     embedder: Embedder | None, query: str, cache: QueryVectorCache
-) -> list[float] | None:
-    """The cached vector of a query, without computing one (never blocks)."""
+) -> list[float] | Literal[_Miss.MISS] | None:
+    """The query's vector when no model call is needed (never blocks): None without a model or
+    for a blank query (full text only), the cached vector, else :data:`MISS`."""
     if embedder is None or not query.strip():
         return None
-    return cache.get(embedder.model_name, query)
+    cached = cache.get(embedder.model_name, query)
+    return MISS if cached is None else cached
+
+
+def remember_query_vector(
+    embedder: Embedder | None, query: str, cache: QueryVectorCache, vector: list[float] | None
+) -> list[float] | None:
+    """Cache the model's ``vector`` of ``query`` (None, a failed model call, is not cached) and
+    return it."""
+    if vector is not None and embedder is not None:
+        cache.put(embedder.model_name, query, vector)
+    return vector
+
+
+def embed_queries(embedder: Embedder | None, texts: Sequence[str]) -> list[list[float]]:
+    """The model call of the query batchers: ``StoreUnavailable`` when the store switched to
+    lexical-only meanwhile (those queries then rank by full text)."""
+    if embedder is None:
+        raise StoreUnavailable("no embedding model")
+    return embedder.embed(texts)
 
 
 @dataclass
