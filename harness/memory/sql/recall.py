@@ -76,7 +76,7 @@ ALWAYS_KINDS = (Kind.CONSTRAINT.value, Kind.PREFERENCE.value)
 RANKED_KINDS = (Kind.LESSON.value, Kind.FACT.value, Kind.DECISION.value)
 
 
-def one_of(column: Any, values: tuple[str, ...]) -> ColumnElement[bool]:
+def _one_of(column: Any, values: tuple[str, ...]) -> ColumnElement[bool]:
     """``column IN ('a', 'b')`` with the values written into the statement: they are this
     package's constants (kinds, scopes), and an expanding parameter would make SQLAlchemy
     rewrite the statement's text at every execution."""
@@ -135,11 +135,11 @@ def recall_rows(*, has_workflow: bool, has_session: bool) -> Select[Any]:
     decisions of the session and workflow ("narrow"), and the relevance winners ``ids``."""
     readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
     always = select(*MEMORY_COLUMNS, literal("always").label("src")).where(
-        readable, one_of(m.kind, ALWAYS_KINDS)
+        readable, _one_of(m.kind, ALWAYS_KINDS)
     )
     narrow_q = (
         select(*MEMORY_COLUMNS)
-        .where(readable, one_of(m.scope, NARROW), one_of(m.kind, RANKED_KINDS))
+        .where(readable, _one_of(m.scope, NARROW), _one_of(m.kind, RANKED_KINDS))
         .order_by(m.created_at.desc(), m.id)
         .limit(bindparam("narrow_limit", type_=Integer))
         .subquery("narrow")
@@ -192,7 +192,7 @@ def relevance_scores(
     and, with vectors, ``qv``.
     """
     readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
-    in_pool = and_(readable, one_of(m.kind, RANKED_KINDS), one_of(m.scope, scopes))
+    in_pool = and_(readable, _one_of(m.kind, RANKED_KINDS), _one_of(m.scope, scopes))
     depth = bindparam("depth", type_=Integer)
     q = select(_query_lexemes().label("lexemes")).cte("q").prefix_with("MATERIALIZED")
 
@@ -500,7 +500,7 @@ def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
     readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
     bounded = (
         select(literal(1))
-        .where(readable, one_of(m.kind, RANKED_KINDS))
+        .where(readable, _one_of(m.kind, RANKED_KINDS))
         .limit(bindparam("probe_limit", type_=Integer))
         .subquery("bounded")
     )
