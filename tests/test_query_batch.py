@@ -101,6 +101,14 @@ def test_a_cancelled_caller_does_not_cancel_the_others() -> None:
 # --- the same rules for callers on threads (MemoryStore) -------------------------------------
 
 
+def _until_busy(model: Model) -> None:
+    """Wait until the model has started its first call (a fixed sleep is flaky on a busy box)."""
+    deadline = time.monotonic() + 10
+    while not model.batches and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert model.batches, "the first caller never reached the model"
+
+
 def _on_threads(batcher: BlockingQueryBatcher, queries: list[str]) -> list[list[float] | None]:
     answers: list[list[float] | None] = [None] * len(queries)
     start = threading.Barrier(len(queries))
@@ -137,7 +145,7 @@ def test_threads_arriving_during_a_model_call_go_together_in_the_next() -> None:
     batcher = BlockingQueryBatcher(model.embed)
     first = threading.Thread(target=batcher.vector, args=("first",))
     first.start()
-    time.sleep(0.05)  # the model is busy with "first" now
+    _until_busy(model)
     answers = _on_threads(batcher, [f"q{i}" for i in range(6)])
     first.join(timeout=5)
     assert answers == [expected(f"q{i}") for i in range(6)]
@@ -165,7 +173,7 @@ def test_a_failed_model_call_answers_none_to_its_batch_only_on_threads() -> None
 
     first = threading.Thread(target=ask, args=("ok",))
     first.start()
-    time.sleep(0.03)
+    _until_busy(model)
     second = [threading.Thread(target=ask, args=(q,)) for q in ("bad", "other")]
     for t in second:
         t.start()

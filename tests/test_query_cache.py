@@ -83,7 +83,9 @@ def test_concurrent_recalls_on_threads_share_model_calls(store: MemoryStore, ten
     try:
         first = threading.Thread(target=ask, args=(words[0],))
         first.start()
-        time.sleep(0.1)  # the model is busy with the first query
+        deadline = time.monotonic() + 10
+        while not batches and time.monotonic() < deadline:  # the model is busy with it now
+            time.sleep(0.005)
         rest = [threading.Thread(target=ask, args=(w,)) for w in words[1:]]
         for t in rest:
             t.start()
