@@ -72,7 +72,11 @@ class CachedEmbedder:
     @classmethod
     def load(cls) -> CachedEmbedder:
         settings = Settings.from_env()
-        inner, reason = load_embedder(settings.embed_model, settings.embed_model_path)
+        # A baseline checkout (bench.scale, bench.soak) may predate HARNESS_EMBED_THREADS: it
+        # then runs with its default, as it always did.
+        threads = getattr(settings, "embed_threads", None)
+        extra = {"threads": threads} if threads is not None else {}
+        inner, reason = load_embedder(settings.embed_model, settings.embed_model_path, **extra)
         if inner is None:
             raise SystemExit(f"benchmarks need the embedding model: {reason}")
         return cls(inner)

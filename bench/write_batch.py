@@ -63,7 +63,9 @@ def one_pass(db: str, n: int) -> dict[str, Any]:
     from harness.settings import Settings
 
     settings = Settings.from_env()
-    inner, reason = load_embedder(settings.embed_model, settings.embed_model_path)
+    inner, reason = load_embedder(
+        settings.embed_model, settings.embed_model_path, threads=settings.embed_threads
+    )
     if inner is None:
         raise SystemExit(f"the bench needs the embedding model: {reason}")
     emb = _TimedEmbedder(inner)

@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     embed_model_path: Path | None = Field(
         default=None, description="local folder with the model's ONNX files"
     )
+    embed_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="threads per embedding model call; unset = onnxruntime's default, one per "
+        "core (lowest latency for one caller); 1 = most recalls per second under many "
+        "concurrent callers",
+    )
     max_content_chars: int = Field(default=2000, ge=1)
     statement_timeout_ms: int = Field(default=5000, ge=0)
     lock_timeout_ms: int = Field(default=2000, ge=0)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import EmbeddingModelMismatch
+from harness.errors import EmbeddingModelMismatch, InvalidInput
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.embedder import Embedder, load_embedder
 from harness.settings import Settings
@@ -155,3 +155,28 @@ def test_a_batch_gives_each_text_its_own_vector_in_order(real_embedder: Embedder
     assert len(together) == len(texts)
     for text, vector in zip(texts, together, strict=True):
         assert max(abs(a - b) for a, b in zip(vector, alone[text], strict=True)) < 1e-4
+
+
+def test_embed_threads_reach_the_model_and_keep_its_vectors(
+    real_embedder: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HARNESS_EMBED_THREADS`` sets onnxruntime's threads per call; the vectors stay the
+    model's (one thread or one per core give the same numbers)."""
+    from harness.memory.embedder import FastEmbedder
+    from harness.memory.model_choice import choose_model
+
+    monkeypatch.setenv("HARNESS_EMBED_THREADS", "1")
+    settings = Settings.from_env(home=tmp_path)
+    assert settings.embed_threads == 1
+    choice = choose_model(settings, embedded=False)
+    assert isinstance(choice.embedder, FastEmbedder) and choice.embedder.threads == 1
+    texts = ["short", "a much longer sentence about the billing service's deployment window"]
+    for one, default in zip(choice.embedder.embed(texts), real_embedder.embed(texts), strict=True):
+        assert max(abs(a - b) for a, b in zip(one, default, strict=True)) < 1e-5
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+def test_bad_embed_threads_name_the_variable(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_EMBED_THREADS", value)
+    with pytest.raises(InvalidInput, match="HARNESS_EMBED_THREADS"):
+        Settings.from_env()

@@ -65,7 +65,8 @@ def _quiet_fastembed() -> Iterator[None]:
 class FastEmbedder:
     """fastembed ``TextEmbedding``; loads the ONNX model from ``model_path`` when given.
 
-    ``local_files_only`` restricts loading to fastembed's cache (no network).
+    ``local_files_only`` restricts loading to fastembed's cache (no network). ``threads`` is
+    onnxruntime's thread count per call (None: its default, one per core).
     """
 
     def __init__(
@@ -75,6 +76,7 @@ class FastEmbedder:
         batch_size: int = 64,
         *,
         local_files_only: bool = False,
+        threads: int | None = None,
     ):
         from fastembed import TextEmbedding  # heavy import; only when a model is wanted
 
@@ -86,9 +88,11 @@ class FastEmbedder:
         if local_files_only:
             kwargs["local_files_only"] = True
         with _quiet_fastembed():
-            self._model = TextEmbedding(model_name, **kwargs)
+            self._model = TextEmbedding(model_name, threads=threads, **kwargs)
         self._model_name = model_name
         self._batch_size = batch_size
+        #: onnxruntime's threads per call (None: its default).
+        self.threads = threads
         self._dim = len(self.embed(["dimension probe"])[0])
 
     @property
@@ -187,10 +191,17 @@ def _start_hub_probe(timeout_s: float) -> Callable[[], bool]:
 
 
 def _try(
-    model_name: str, model_path: Path | None, *, local_files_only: bool = False
+    model_name: str,
+    model_path: Path | None,
+    *,
+    local_files_only: bool = False,
+    threads: int | None = None,
 ) -> tuple[Embedder | None, str | None]:
     try:
-        return FastEmbedder(model_name, model_path, local_files_only=local_files_only), None
+        embedder = FastEmbedder(
+            model_name, model_path, local_files_only=local_files_only, threads=threads
+        )
+        return embedder, None
     except Exception as exc:  # any loading failure (missing files, no network, bad ONNX)
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -201,6 +212,7 @@ def choose_embedder(
     *,
     remembered: Path | None = None,
     hub_timeout_s: float = HUB_PROBE_TIMEOUT_S,
+    threads: int | None = None,
 ) -> EmbedderChoice:
     """Load the model from the first place that has it; never raises.
 
@@ -209,17 +221,17 @@ def choose_embedder(
     then a download if the hub answers within ``hub_timeout_s``.
     """
     if model_path is not None:
-        embedder, reason = _try(model_name, model_path)
+        embedder, reason = _try(model_name, model_path, threads=threads)
         if embedder is None:
             return EmbedderChoice(None, reason=f"HARNESS_EMBED_MODEL_PATH={model_path}: {reason}")
         return EmbedderChoice(embedder, "HARNESS_EMBED_MODEL_PATH", Path(model_path))
     if remembered is not None and remembered.is_dir():
-        embedder, _ = _try(model_name, remembered)
+        embedder, _ = _try(model_name, remembered, threads=threads)
         if embedder is not None:
             return EmbedderChoice(embedder, "remembered", remembered)
     # The hub probe runs while fastembed looks in its cache: one bounded wait at most.
     hub_answered = _start_hub_probe(hub_timeout_s)
-    embedder, _ = _try(model_name, None, local_files_only=True)
+    embedder, _ = _try(model_name, None, local_files_only=True, threads=threads)
     if embedder is not None:
         return EmbedderChoice(embedder, "fastembed cache")
     if not hub_answered():
@@ -228,16 +240,18 @@ def choose_embedder(
             reason="HARNESS_EMBED_MODEL_PATH is unset, the model is not in fastembed's cache "
             "and the model hub is unreachable",
         )
-    embedder, reason = _try(model_name, None)
+    embedder, reason = _try(model_name, None, threads=threads)
     if embedder is None:
         return EmbedderChoice(None, reason=f"download failed: {reason}")
     return EmbedderChoice(embedder, "download")
 
 
-def load_embedder(model_name: str, model_path: Path | None) -> tuple[Embedder | None, str | None]:
+def load_embedder(
+    model_name: str, model_path: Path | None, *, threads: int | None = None
+) -> tuple[Embedder | None, str | None]:
     """Try to load the configured model. Returns ``(embedder, None)`` or ``(None, reason)``.
 
     Never raises; see :func:`choose_embedder` for the order of sources.
     """
-    choice = choose_embedder(model_name, model_path)
+    choice = choose_embedder(model_name, model_path, threads=threads)
     return choice.embedder, choice.reason

@@ -17,7 +17,12 @@ def choose_model(settings: Settings, *, embedded: bool) -> EmbedderChoice:
     Side effect: may write ``HARNESS_HOME/config.json``.
     """
     remembered = remembered_model_folder(settings.home, settings.embed_model) if embedded else None
-    choice = choose_embedder(settings.embed_model, settings.embed_model_path, remembered=remembered)
+    choice = choose_embedder(
+        settings.embed_model,
+        settings.embed_model_path,
+        remembered=remembered,
+        threads=settings.embed_threads,
+    )
     if embedded and choice.source == "HARNESS_EMBED_MODEL_PATH" and choice.model_path:
         remember_model_folder(settings.home, settings.embed_model, choice.model_path)
     return choice
