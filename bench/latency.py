@@ -103,11 +103,11 @@ def paste_everything(store: MemoryStore, ds: Dataset) -> dict[str, int]:
     }
 
 
-def explain(store: MemoryStore, ds: Dataset, exact: bool) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of the relevance query exactly as recall sends it."""
+def relevance_plan(store: Any, query: str, *, user: str, exact: bool) -> list[str]:
+    """One ``EXPLAIN (ANALYZE, BUFFERS)`` of the relevance query exactly as recall sends it
+    (exact scan, or HNSW with recall's settings), as plan lines."""
     emb = store.embedder
     assert emb is not None
-    q = ds.questions[0].text
     stmt = memory_sql.relevance_scores(
         has_workflow=True,
         has_session=False,
@@ -117,11 +117,11 @@ def explain(store: MemoryStore, ds: Dataset, exact: bool) -> str:
         bounded_lexical=not exact,
     )
     values = {
-        **memory_sql.readable_params(TENANT, USER, WORKFLOW, None, store.clock.now()),
-        "q_text": q,
+        **memory_sql.readable_params(TENANT, user, WORKFLOW, None, store.clock.now()),
+        "q_text": query,
         "stopwords": list(memory_sql.STOPWORDS),
         "depth": 100,
-        "qv": emb.embed([q])[0],
+        "qv": emb.embed([query])[0],
     }
 
     def prefix(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
@@ -134,9 +134,14 @@ def explain(store: MemoryStore, ds: Dataset, exact: bool) -> str:
             conn.execute(memory_sql.hnsw_settings(400))
         event.listen(conn, "before_cursor_execute", prefix, retval=True)
         try:
-            lines = [row[0] for row in conn.execute(stmt, values).cursor.fetchall()]
+            return [row[0] for row in conn.execute(stmt, values).cursor.fetchall()]
         finally:
             event.remove(conn, "before_cursor_execute", prefix)
+
+
+def explain(store: MemoryStore, ds: Dataset, exact: bool) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of the relevance query exactly as recall sends it."""
+    lines = relevance_plan(store, ds.questions[0].text, user=USER, exact=exact)
     return "\n".join(line if len(line) < 220 else line[:200] + " …" for line in lines)
 
 

@@ -366,40 +366,12 @@ def one_pass(
 def explain(store: Any, case: str, query: str) -> dict[str, Any]:
     """EXPLAIN (ANALYZE, BUFFERS) of the relevance statement as recall sends it (exact below
     the ``auto`` threshold, HNSW above), its last of three runs: planning and execution."""
-    from harness.memory import sql as memory_sql
+    from bench.latency import relevance_plan
 
     exact = CASES[case][0] // CASES[case][1] <= 3000
-    stmt = memory_sql.relevance_scores(
-        has_workflow=True,
-        has_session=False,
-        scopes=("session", "workflow", "user", "platform"),
-        with_vector=True,
-        exact=exact,
-        bounded_lexical=not exact,
-    )
-    values = {
-        **memory_sql.readable_params(TENANT, _user(case), WORKFLOW, None, store.clock.now()),
-        "q_text": query,
-        "stopwords": list(memory_sql.STOPWORDS),
-        "depth": 100,
-        "qv": store.embedder.embed([query])[0],
-    }
-
-    def prefix(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
-        if statement.lstrip().startswith("WITH"):
-            statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement
-        return statement, parameters
-
     lines: list[str] = []
     for _ in range(3):
-        with store.transaction("explain", tenant=TENANT) as conn:
-            if not exact:
-                conn.execute(memory_sql.hnsw_settings(400))
-            event.listen(conn, "before_cursor_execute", prefix, retval=True)
-            try:
-                lines = [row[0] for row in conn.execute(stmt, values).cursor.fetchall()]
-            finally:
-                event.remove(conn, "before_cursor_execute", prefix)
+        lines = relevance_plan(store, query, user=_user(case), exact=exact)
     times = {
         key: float(line.split(":")[1].split()[0])
         for line in lines
