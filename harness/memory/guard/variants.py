@@ -10,7 +10,7 @@ pattern for every two-letter start the heads allow (see ``GuardRule.variants``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 __all__ = [
     "CASE_ODD",
@@ -29,12 +29,11 @@ _ZERO_WIDTH = ("\\b", "^")
 _CLASS_ESCAPES = ("\\d", "\\s", "\\w")
 
 
-def split_alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of a regex source (``a|(?:b|c)d`` -> ``a``, ``(?:b|c)d``)."""
-    parts: list[str] = []
-    depth = 0
+def _outside_classes(pattern: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """Each character of a regex source from ``start`` that is neither escaped nor inside a
+    character class, with its index: where the source's groups and alternatives are read."""
     in_class = False
-    last = i = 0
+    i = start
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\":
@@ -48,14 +47,24 @@ def split_alternatives(pattern: str) -> list[str]:
                 i += 1
             if pattern[i + 1 : i + 2] == "]":
                 i += 1  # a "]" first in a class is a member, not its end
-        elif ch == "(":
+        else:
+            yield i, ch
+        i += 1
+
+
+def split_alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a regex source (``a|(?:b|c)d`` -> ``a``, ``(?:b|c)d``)."""
+    parts: list[str] = []
+    depth = 0
+    last = 0
+    for i, ch in _outside_classes(pattern):
+        if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
         elif ch == "|" and depth == 0:
             parts.append(pattern[last:i])
             last = i + 1
-        i += 1
     parts.append(pattern[last:])
     return parts
 
@@ -63,26 +72,13 @@ def split_alternatives(pattern: str) -> list[str]:
 def _group_end(pattern: str, start: int) -> int:
     """Index just past the group opening at ``start``."""
     depth = 0
-    in_class = False
-    i = start
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-            if pattern[i + 1 : i + 2] == "]":
-                i += 1
-        elif ch == "(":
+    for i, ch in _outside_classes(pattern, start):
+        if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
             if depth == 0:
                 return i + 1
-        i += 1
     raise ValueError(f"unbalanced group in {pattern!r}")
 
 
