@@ -61,6 +61,9 @@ def test_example_tells_the_two_run_story(script: Path, private_db_url: str, tmp_
     assert len(lesson.split()) >= 4  # concrete feedback, not a stock phrase
     assert isinstance(first_request, str)
     assert lesson in first_request
+    if script.name == "anthropic_memory_two_runs.py":
+        # a file the model wrote mid-run is staged, and a rejected run drops it
+        assert _line(done.stdout, "MID-RUN FILE WRITTEN LONG-TERM:") == "no"
 
 
 README = Path(__file__).resolve().parent.parent / "README.md"
