@@ -11,13 +11,15 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from datetime import datetime
+from typing import Literal, NamedTuple, Protocol, TypeVar
 
 from harness.errors import IncompleteRecall
-from harness.memory.types import SCOPE_BREADTH, Kind, Memory
+from harness.memory.types import SCOPE_BREADTH, Kind, Memory, Origin, Scope
 
 __all__ = [
     "Candidate",
+    "Head",
     "Omission",
     "RecallResult",
     "RecalledItem",
@@ -40,13 +42,79 @@ CONTINUATION = "\n  "
 _LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A readable memory offered to assembly, with its fused relevance (0 when not scored)."""
+class Head(NamedTuple):
+    """What assembly reads of a memory: its precedence, its place in the order, its rendering."""
 
-    memory: Memory
-    relevance: float = 0.0
-    why: str = "always"
+    id: uuid.UUID
+    key: str | None
+    kind: Kind
+    scope: Scope
+    priority: int
+    created_at: datetime
+    content: str
+    origin: Origin
+
+    @classmethod
+    def of(cls, memory: Memory) -> Head:
+        """The head of a memory."""
+        return cls(
+            memory.id,
+            memory.key,
+            memory.kind,
+            memory.scope,
+            memory.priority,
+            memory.created_at,
+            memory.content,
+            memory.source.origin,
+        )
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Candidate:
+    """A readable memory offered to assembly, with its fused relevance (0 when not scored).
+
+    Built from a :class:`Memory`, or (:meth:`deferred`) from its :class:`Head` and a function
+    building the memory, called once when the memory is first read: assembly reads heads and
+    builds only the memories it places (a large pool leaves most always-on items out, and
+    validating a row into a model costs more than assembling it)."""
+
+    head: Head
+    relevance: float
+    why: str
+    _memory: Memory | Callable[[], Memory]
+
+    def __init__(self, memory: Memory, relevance: float = 0.0, why: str = "always") -> None:
+        self._set(Head.of(memory), relevance, why, memory)
+
+    @classmethod
+    def deferred(
+        cls, head: Head, build: Callable[[], Memory], relevance: float = 0.0, why: str = "always"
+    ) -> Candidate:
+        """A candidate whose memory ``build()`` makes when first read (it must match ``head``)."""
+        cand = cls.__new__(cls)
+        cand._set(head, relevance, why, build)
+        return cand
+
+    def _set(
+        self, head: Head, relevance: float, why: str, memory: Memory | Callable[[], Memory]
+    ) -> None:
+        for name, value in (
+            ("head", head),
+            ("relevance", relevance),
+            ("why", why),
+            ("_memory", memory),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def memory(self) -> Memory:
+        """The memory (built on first read for a deferred candidate)."""
+        memory = self._memory
+        if isinstance(memory, Memory):
+            return memory
+        built = memory()
+        object.__setattr__(self, "_memory", built)
+        return built
 
 
 @dataclass(frozen=True)
@@ -137,21 +205,36 @@ class RecallResult:
         )
 
 
-def _scope_breadth(memory: Memory) -> int:
-    return SCOPE_BREADTH[memory.scope]
+class Ranks(Protocol):
+    """What precedence reads of an item: a :class:`Memory` or its :class:`Head`."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def kind(self) -> Kind: ...
+    @property
+    def scope(self) -> Scope: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def created_at(self) -> datetime: ...
 
 
-def _winner_sort_key(memory: Memory, prefer_broad: bool) -> tuple[int, int, float, str]:
-    breadth = _scope_breadth(memory)
+RanksT = TypeVar("RanksT", bound=Ranks)
+
+
+def _winner_sort_key(item: Ranks, prefer_broad: bool) -> tuple[int, int, float, uuid.UUID]:
+    breadth = SCOPE_BREADTH[item.scope]
     return (
         -breadth if prefer_broad else breadth,
-        -memory.priority,
-        -memory.created_at.timestamp(),
-        str(memory.id),
+        -item.priority,
+        -item.created_at.timestamp(),
+        # UUIDs order as their canonical strings do (fixed-width lower-case hex).
+        item.id,
     )
 
 
-def precedence_winner(group: Sequence[Memory]) -> Memory:
+def precedence_winner(group: Sequence[RanksT]) -> RanksT:
     """The item of one key group that applies (SPEC section 4).
 
     Any constraint beats every non-constraint, and among constraints the broadest scope wins;
@@ -167,49 +250,50 @@ def precedence_winner(group: Sequence[Memory]) -> Memory:
 
 def resolve_conflicts(
     candidates: Sequence[Candidate],
-) -> tuple[list[Candidate], list[tuple[Candidate, Memory]]]:
+) -> tuple[list[Candidate], list[tuple[Candidate, Head]]]:
     """Split candidates into survivors and (loser, winner) pairs; keyless items never conflict."""
     groups: dict[str, list[Candidate]] = {}
     survivors: list[Candidate] = []
     for cand in candidates:
-        if cand.memory.key is None:
+        key = cand.head.key
+        if key is None:
             survivors.append(cand)
         else:
-            groups.setdefault(cand.memory.key, []).append(cand)
-    losers: list[tuple[Candidate, Memory]] = []
+            groups.setdefault(key, []).append(cand)
+    losers: list[tuple[Candidate, Head]] = []
     for group in groups.values():
-        winner = precedence_winner([c.memory for c in group])
+        winner = precedence_winner([c.head for c in group])
         for cand in group:
-            if cand.memory.id == winner.id:
+            if cand.head.id == winner.id:
                 survivors.append(cand)
             else:
                 losers.append((cand, winner))
     return survivors, losers
 
 
-def order_key(cand: Candidate) -> tuple[int, int, int, int, float, float, str]:
+def order_key(cand: Candidate) -> tuple[int, int, int, int, float, float, uuid.UUID]:
     """Constraints first (broadest first), then priority, proximity, relevance, recency, id."""
-    memory = cand.memory
-    is_constraint = memory.kind is Kind.CONSTRAINT
-    breadth = _scope_breadth(memory)
+    head = cand.head
+    is_constraint = head.kind is Kind.CONSTRAINT
+    breadth = SCOPE_BREADTH[head.scope]
     return (
         0 if is_constraint else 1,
         -breadth if is_constraint else 0,
-        -memory.priority,
+        -head.priority,
         breadth,
         -round(cand.relevance, 9),
-        -memory.created_at.timestamp(),
-        str(memory.id),
+        -head.created_at.timestamp(),
+        head.id,
     )
 
 
-def render_item(memory: Memory) -> str:
+def render_item(memory: Memory | Head) -> str:
     """One item labelled with its true scope, kind and source; the header is ours alone.
 
     Rendering is a trust boundary: line breaks in the content continue on lines indented by
     two spaces, so stored text can never begin a line that reads as another item or header.
     """
-    origin = memory.source.origin.value
+    origin = (memory.origin if isinstance(memory, Head) else memory.source.origin).value
     date = memory.created_at.date().isoformat()
     body = _LINE_BREAK.sub(CONTINUATION, memory.content)
     return f"- [{memory.scope.value} {memory.kind.value} | {origin} | {date}] {body}"
@@ -230,20 +314,20 @@ def assemble(
     whole, then at most ``max_items``, then the budget is filled with whole items in order,
     skipping any that does not fit and trying the next. ``len(text) <= budget_chars`` always.
     """
-    pool = list({c.memory.id: c for c in candidates}.values())
+    pool = list({c.head.id: c for c in candidates}.values())
     survivors, losers = resolve_conflicts(pool)
     omitted: list[Omission] = []
     entries = list(trace)
     for loser, winner in sorted(losers, key=lambda pair: order_key(pair[0])):
-        chars = len(render_item(loser.memory))
-        omitted.append(Omission(loser.memory.id, "conflict", chars, winner.id))
+        lost = loser.head
+        chars = len(render_item(lost))
+        omitted.append(Omission(lost.id, "conflict", chars, winner.id))
         entries.append(
             TraceEntry(
-                loser.memory.id,
+                lost.id,
                 "dropped",
                 "precedence",
-                f"key {loser.memory.key!r}: {loser.memory.scope.value} "
-                f"{loser.memory.kind.value} loses to {winner.id}",
+                f"key {lost.key!r}: {lost.scope.value} {lost.kind.value} loses to {winner.id}",
             )
         )
 
@@ -252,8 +336,8 @@ def assemble(
     considered = 0
     incomplete = False
     for cand in sorted(survivors, key=order_key):
-        memory = cand.memory
-        text = render_item(memory)
+        head = cand.head
+        text = render_item(head)
         size = len(text)
         reason: OmissionReason | None = None
         if size > max_item_chars:
@@ -268,26 +352,26 @@ def assemble(
             else:
                 used += cost
         if reason is None:
-            placed.append(RecalledItem(memory, text, cand.relevance))
+            placed.append(RecalledItem(cand.memory, text, cand.relevance))
             entries.append(
                 TraceEntry(
-                    memory.id,
+                    head.id,
                     "kept",
                     "assembly",
-                    f"{memory.scope.value} {memory.kind.value} ({cand.why}), {size} chars",
+                    f"{head.scope.value} {head.kind.value} ({cand.why}), {size} chars",
                 )
             )
             continue
-        omitted.append(Omission(memory.id, reason, size))
+        omitted.append(Omission(head.id, reason, size))
         entries.append(
             TraceEntry(
-                memory.id,
+                head.id,
                 "dropped",
                 reason,
-                f"{memory.scope.value} {memory.kind.value}, {size} chars",
+                f"{head.scope.value} {head.kind.value}, {size} chars",
             )
         )
-        if memory.kind is Kind.CONSTRAINT:
+        if head.kind is Kind.CONSTRAINT:
             incomplete = True
 
     text = SEPARATOR.join(item.text for item in placed)
@@ -312,4 +396,4 @@ def assemble(
 
 
 def _is_constraint(pool: Sequence[Candidate], memory_id: uuid.UUID) -> bool:
-    return any(c.memory.id == memory_id and c.memory.kind is Kind.CONSTRAINT for c in pool)
+    return any(c.head.id == memory_id and c.head.kind is Kind.CONSTRAINT for c in pool)

@@ -21,7 +21,7 @@ from harness.memory.pool_sizes import PoolSizes
 from harness.memory.query_cache import QueryVectorCache
 from harness.memory.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 from harness.memory.recall import Candidate, RecallResult, TraceEntry, assemble
-from harness.memory.rows import memory_from_row
+from harness.memory.rows import head_from_row, memory_from_row
 from harness.memory.throttle import OncePerInterval
 from harness.memory.types import RecallRequest, Scope
 
@@ -276,14 +276,19 @@ class Retriever:
         rows, trace = fetched.rows, fetched.trace
         kept, dropped, lexical_only = fetched.kept, fetched.dropped, fetched.lexical_only
         narrow_kept, narrow_dropped = fetched.narrow_kept, fetched.narrow_dropped
-        memories = {r["id"]: memory_from_row(r) for r in rows}
+        by_id = {r["id"]: r for r in rows}
+
+        def candidate(row: Mapping[str, Any], relevance: float, why: str) -> Candidate:
+            # Most always-on rows of a large pool are left out: only placed ones become models.
+            return Candidate.deferred(
+                head_from_row(row), partial(memory_from_row, row), relevance, why
+            )
+
         candidates = [
-            Candidate(memories[r["id"]], 0.0, "always: constraint/preference")
-            for r in rows
-            if r["src"] == "always"
+            candidate(r, 0.0, "always: constraint/preference") for r in rows if r["src"] == "always"
         ]
-        narrow_ids = [r["id"] for r in rows if r["src"] == "narrow"]
-        if len(narrow_ids) > cap:
+        narrow = [r for r in rows if r["src"] == "narrow"]
+        if len(narrow) > cap:
             trace.append(
                 TraceEntry(
                     None,
@@ -296,12 +301,13 @@ class Retriever:
             kept = kept + narrow_kept
             dropped = dropped + narrow_dropped
         else:
-            candidates += [Candidate(memories[i], 0.0, "always: narrow scope") for i in narrow_ids]
+            candidates += [candidate(r, 0.0, "always: narrow scope") for r in narrow]
         for item in kept:
-            if item.scored.id in memories:  # a row deleted between the two statements is gone
+            row = by_id.get(item.scored.id)
+            if row is not None:  # a row deleted between the two statements is gone
                 candidates.append(
-                    Candidate(
-                        memories[item.scored.id],
+                    candidate(
+                        row,
                         item.probability if self.ranking.use_floor else item.fused,
                         f"relevant: {_signals(item)}",
                     )

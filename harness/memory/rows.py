@@ -5,9 +5,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.memory.recall import Head
 from harness.memory.types import Approval, Kind, Memory, Origin, Scope, Source, Status
 
-__all__ = ["memory_from_row"]
+__all__ = ["head_from_row", "memory_from_row"]
+
+# Enum members by stored value: a dict lookup, where calling the enum runs its Python lookup.
+_SCOPES = {s.value: s for s in Scope}
+_KINDS = {k.value: k for k in Kind}
+_ORIGINS = {o.value: o for o in Origin}
+
+
+def head_from_row(row: Mapping[Any, Any]) -> Head:
+    """What assembly reads of a ``memories`` row (:class:`Head`), without building the model.
+
+    Raises ``KeyError`` for a scope, kind or origin the schema's checks do not allow."""
+    return Head(
+        row["id"],
+        row["memory_key"],
+        _KINDS[row["kind"]],
+        _SCOPES[row["scope"]],
+        row["priority"],
+        row["created_at"],
+        row["content"],
+        _ORIGINS[row["origin"]],
+    )
 
 
 def memory_from_row(row: Mapping[Any, Any]) -> Memory:
