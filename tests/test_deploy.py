@@ -33,7 +33,12 @@ from harness.errors import InvalidInput
 from harness.logs import JsonLinesFormatter
 from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
 from harness.mcp_server.health import Readiness, check_readiness, schema_head
-from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config, start_line
+from harness.mcp_server.serve_config import (
+    ServeFlags,
+    resolve_serve_config,
+    serving_settings,
+    start_line,
+)
 from harness.memory import AsyncMemoryStore
 from harness.settings import Settings
 from tests.conftest import UNREACHABLE_URL, create_database
@@ -361,6 +366,21 @@ def test_the_start_line_never_shows_the_ingest_key(key: str) -> None:
         config, version=__version__, base_url="http://h:1", database="db", embedder="e"
     )
     assert key not in line and "\n" not in line
+
+
+def test_the_http_server_uses_one_model_thread_per_call_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HARNESS_EMBED_THREADS", raising=False)
+    assert Settings.from_env().embed_threads is None  # the library's default: onnxruntime's
+    assert serving_settings(Settings.from_env()).embed_threads == 1
+    told = Settings.from_env(embed_threads=2)
+    assert serving_settings(told).embed_threads == 2
+    # nothing else changes
+    assert serving_settings(told) == told
+    assert serving_settings(Settings.from_env()).model_copy(
+        update={"embed_threads": None}
+    ) == Settings.from_env()
 
 
 def test_json_log_lines_are_one_object_each() -> None:

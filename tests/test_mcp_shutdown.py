@@ -62,7 +62,8 @@ def test_sigint_under_load_exits_within_a_second_or_so(
     token = tokens.add(Identity(tenant, "alice"))
     port = free_port()
     env = {
-        **os.environ,
+        # unset: the HTTP server's own default of one model thread per call (start line)
+        **{k: v for k, v in os.environ.items() if k != "HARNESS_EMBED_THREADS"},
         "HARNESS_HOME": str(tmp_path / "home"),
         "HARNESS_DATABASE_URL": semantic_db_url,
         "HARNESS_MCP_TOKENS": str(tokens.path),
@@ -79,6 +80,7 @@ def test_sigint_under_load_exits_within_a_second_or_so(
         assert proc.stdout is not None
         line = proc.stdout.readline()  # the start line: serving
         assert "/mcp" in line, proc.stderr.read() if proc.stderr else line
+        assert "embedder: hybrid (" in line and ", 1 thread per model call)" in line, line
         load.thread.start()
         deadline = time.monotonic() + 60
         while load.answered < 3 * CLIENTS and time.monotonic() < deadline:

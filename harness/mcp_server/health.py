@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from harness._version import __version__
 from harness.errors import HarnessError, StoreError, StoreUnavailable
 from harness.memory.async_store import AsyncMemoryStore
+from harness.memory.embedder import FastEmbedder
 from harness.memory.migrate import alembic_config, current_revision, recorded_revision
 
 __all__ = ["Readiness", "add_health_routes", "check_readiness", "schema_head"]
@@ -55,8 +56,13 @@ def schema_head() -> str | None:
 
 
 def embedder_mode(store: AsyncMemoryStore) -> str:
-    """``hybrid (<model>)`` or ``lexical-only``."""
-    return f"hybrid ({store.embedder.model_name})" if store.embedder else "lexical-only"
+    """``hybrid (<model>)`` (with ``, N thread(s) per model call`` when set) or
+    ``lexical-only``."""
+    if store.embedder is None:
+        return "lexical-only"
+    threads = store.embedder.threads if isinstance(store.embedder, FastEmbedder) else None
+    per_call = f", {threads} thread{'s' if threads != 1 else ''} per model call" if threads else ""
+    return f"hybrid ({store.embedder.model_name}{per_call})"
 
 
 async def check_readiness(store: AsyncMemoryStore) -> Readiness:

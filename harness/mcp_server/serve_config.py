@@ -18,6 +18,7 @@ __all__ = [
     "ServeFlags",
     "read_key_file",
     "resolve_serve_config",
+    "serving_settings",
     "start_line",
 ]
 
@@ -162,6 +163,20 @@ def resolve_serve_config(settings: Settings, flags: ServeFlags) -> ServeConfig |
         log_from=f"{level_from}, {format_from}",
         database_from=database_from,
     )
+
+
+def serving_settings(settings: Settings) -> Settings:
+    """The settings the HTTP server opens its store with: one onnxruntime thread per model
+    call unless ``HARNESS_EMBED_THREADS`` says otherwise.
+
+    A server answers many callers at once and batches their queries into model calls; with
+    a thread pool per call, onnxruntime's threads spin between calls and take the cores the
+    other callers, the event loop and PostgreSQL need (the soak: 48 -> 65 recall calls/s,
+    BENCHMARKS.md section 14). Pure.
+    """
+    if settings.embed_threads is not None:
+        return settings
+    return settings.model_copy(update={"embed_threads": 1})
 
 
 def start_line(
