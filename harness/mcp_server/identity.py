@@ -84,7 +84,11 @@ class TokenFileVerifier:
         self._mtime: float | None = None
 
     def _current(self) -> dict[str, Identity]:
-        mtime = self.tokens.path.stat().st_mtime if self.tokens.path.exists() else None
+        # One stat per request (every request is verified): the file is re-read when it changes.
+        try:
+            mtime: float | None = self.tokens.path.stat().st_mtime
+        except FileNotFoundError:
+            mtime = None
         if mtime != self._mtime:
             self._cache, self._expiries = self.tokens.load(), self.tokens.expiries()
             self._mtime = mtime
@@ -99,7 +103,7 @@ class TokenFileVerifier:
         if expires_at is not None and time.time() >= expires_at:
             return None
         return AccessToken(
-            token=hash_token(token),
+            token=digest,
             client_id=f"{identity.tenant}/{identity.user_id}",
             subject=identity.user_id,
             scopes=["memory:recall"],
