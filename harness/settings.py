@@ -70,8 +70,8 @@ class Settings(BaseSettings):
         default=None,
         ge=1,
         description="threads per embedding model call; unset = onnxruntime's default, one per "
-        "core (lowest latency for one caller); 1 = most recalls per second under many "
-        "concurrent callers",
+        "core (lowest latency for one caller), except the HTTP MCP server, which uses 1; "
+        "1 = most recalls per second under many concurrent callers",
     )
     max_content_chars: int = Field(default=2000, ge=1)
     statement_timeout_ms: int = Field(default=5000, ge=0)
