@@ -5,37 +5,20 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.memory.recall import Candidate, Head, RecallResult, assemble
 from harness.memory.rows import head_from_row, memory_from_row
-from harness.memory.types import Kind, Memory, Origin, Scope, Source, Status
-
-T0 = datetime(2026, 3, 1, tzinfo=UTC)
-SCOPE_IDS = {Scope.SESSION: "s", Scope.WORKFLOW: "w", Scope.USER: "u", Scope.PLATFORM: ""}
+from harness.memory.types import Kind, Memory, Origin, Scope, Source
+from tests.test_ordering_property import memory as ordered_memory
 
 
 def memory(n: int, scope: Scope, kind: Kind, key: str | None, words: int, origin: Origin) -> Memory:
-    return Memory(
-        id=uuid.UUID(int=(n * 0x9E3779B97F4A7C15) % (1 << 128)),
-        tenant="t",
-        scope=scope,
-        scope_id=SCOPE_IDS[scope],
-        kind=kind,
-        key=key,
-        content=" ".join(f"w{n}" for _ in range(words)) + ("\nsecond line" if n % 3 == 0 else ""),
-        context=None,
-        priority=n % 3 - 1,
-        status=Status.ACTIVE,
-        source=Source(origin=origin),
-        created_at=T0 + timedelta(minutes=n % 4),
-        expires_at=None,
-        supersedes=None,
-        superseded_by=None,
-        fingerprint=f"f{n}",
+    content = " ".join(f"w{n}" for _ in range(words)) + ("\nsecond line" if n % 3 == 0 else "")
+    return ordered_memory(n, scope, kind, n % 3 - 1, n % 4).model_copy(
+        update={"key": key, "content": content, "source": Source(origin=origin)}
     )
 
 
