@@ -318,14 +318,36 @@ async def ingest_client(
             await asyncio.sleep(0.05)
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (a multi-worker server's workers), from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # ended meanwhile
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree = [pid]
+    for each in tree:
+        tree += [child for child, parent in parents.items() if parent == each]
+    return tree
+
+
 def proc_sample(pid: int) -> dict[str, float]:
-    """RSS (MB), open fds and CPU seconds of a process, from /proc (Linux)."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    rss_kb = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return {"rss_mb": rss_kb / 1024, "fds": fds, "cpu_s": cpu}
+    """RSS (MB), open fds and CPU seconds of a process and its descendants, from /proc."""
+    rss_kb = fds = 0
+    ticks = 0
+    for each in process_tree(pid):
+        try:
+            status = Path(f"/proc/{each}/status").read_text()
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            fds += len(os.listdir(f"/proc/{each}/fd"))
+        except OSError:  # ended meanwhile
+            continue
+        rss_kb += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+        ticks += int(fields[11]) + int(fields[12])
+    return {"rss_mb": rss_kb / 1024, "fds": fds, "cpu_s": ticks / os.sysconf("SC_CLK_TCK")}
 
 
 def db_connections(engine: sa.Engine) -> int:
@@ -408,6 +430,7 @@ def run_phase(
     try:
         # warm-up: the first call loads the model and opens the pool; not measured
         asyncio.run(_warm(base, tokens[users[0]]))
+        processes = len(process_tree(server.pid))
         tally = Tally(started=time.monotonic())
         deadline = tally.started + seconds
         cpu0 = proc_sample(server.pid)["cpu_s"]
@@ -422,6 +445,7 @@ def run_phase(
         exit_s = stop_server(server)
     stored = sum(1 for t, i in tally.ingests_acknowledged if store.get(i, tenant=t) is not None)
     report = _report(label, tally, wall, (cpu1 - cpu0) / wall, exit_s, stored)
+    report["server_processes"] = processes
     report["server_cpu_ms_per_call"] = round((cpu1 - cpu0) * 1000 / max(report["calls"], 1), 1)
     report["load_generator_cpu_s_per_s"] = round(client_cpu / wall, 3)
     report["machine_busy_fraction"] = round((busy[0] - busy0[0]) / max(busy[1] - busy0[1], 1), 3)
@@ -442,12 +466,18 @@ def _machine_busy() -> tuple[int, int]:
 
 
 async def _warm(base: str, token: str) -> None:
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http,
-        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
-    ):
-        for topic in TOPICS[:3]:
-            await client.call_tool("recall_memories", {"query": topic})
+    """Not measured: the first calls load the model and open the pool of every worker (a
+    multi-worker server spreads connections over its workers, so warm several at once)."""
+
+    async def one() -> None:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+        ):
+            for topic in TOPICS[:3]:
+                await client.call_tool("recall_memories", {"query": topic})
+
+    await asyncio.gather(*(one() for _ in range(8)))
 
 
 async def _drive(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -383,6 +382,14 @@ def mcp(
         str | None,
         typer.Option("--log-format", help="text or json lines (HARNESS_LOG_FORMAT)"),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help="HTTP: server processes sharing the port (HARNESS_MCP_WORKERS; default one "
+            "per core, at most 4)",
+        ),
+    ] = None,
     url: UrlOption = None,
 ) -> None:
     """Serve memory to MCP agents: stdio by default, or streamable HTTP with --http.
@@ -397,7 +404,7 @@ def mcp(
     from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config, serving_settings
 
     settings = _settings()
-    flags = ServeFlags(http, tokens, ingest_key_file, log_level, log_format, url)
+    flags = ServeFlags(http, tokens, ingest_key_file, log_level, log_format, url, workers)
     try:
         config = resolve_serve_config(settings, flags)
     except InvalidInput as exc:
@@ -426,6 +433,10 @@ def mcp(
     def release() -> None:
         if embedded:
             release_embedded(settings.home)
+
+    if config is not None and config.workers > 1:
+        assert sock is not None
+        _serve_workers(url or settings.database_url_value, settings, config, sock, public_url)
 
     try:
         with exit_on_signals(last_resort=release):
@@ -466,6 +477,7 @@ async def _serve_mcp(
 ) -> None:
     """Open the asyncio store on this event loop (its pool belongs to it) and serve."""
     from harness.mcp_server import build_server
+    from harness.mcp_server.serving import freeze_startup_heap
     from harness.memory.async_store import AsyncMemoryStore
 
     try:
@@ -476,13 +488,43 @@ async def _serve_mcp(
         if config is None:
             assert identity is not None  # stdio always has one (checked above)
             server = build_server(store, identity=identity)
-            _freeze_startup_heap()
+            freeze_startup_heap()
             await server.run_stdio_async()
         else:
             assert sock is not None  # bound whenever there is an HTTP config
             await _serve_http(store, config, sock, public_url)
     finally:
         await store.close()
+
+
+def _serve_workers(
+    url: str | None,
+    settings: Settings,
+    config: ServeConfig,
+    sock: socket.socket,
+    public_url: str | None,
+) -> NoReturn:
+    """Serve with ``config.workers`` processes on ``sock`` (memos shared in the database),
+    the embedded server held by this process until they have stopped."""
+    from harness.mcp_server.workers import WorkerSpec, run_workers
+    from harness.memory.embedded import embedded_url
+
+    try:
+        database = url if url is not None else embedded_url(settings.home)
+        spec = WorkerSpec(database, settings, config, public_url)
+        code = run_workers(
+            spec,
+            sock,
+            config.workers,
+            on_ready=lambda embedder: _print_start_line(config, public_url, database, embedder),
+        )
+    finally:
+        sock.close()
+        if url is None:
+            release_embedded(settings.home)
+    if code == 1:
+        raise _fail(HarnessError("an MCP worker could not start; see the log above"))
+    _exit_after_signal(SystemExit(code))
 
 
 def _bind(config: ServeConfig) -> socket.socket:
@@ -506,59 +548,37 @@ def _bind(config: ServeConfig) -> socket.socket:
 async def _serve_http(
     store: AsyncMemoryStore, config: ServeConfig, sock: socket.socket, public_url: str | None
 ) -> None:
-    """Build the server with its health routes, print the start line, then serve."""
-    from harness.logs import configure_logging
-    from harness.mcp_server import McpLimits, TokenFile, TokenFileVerifier, build_server
-    from harness.mcp_server.health import add_health_routes, embedder_mode
-    from harness.mcp_server.http import DrainingServer, uvicorn_config
-    from harness.mcp_server.serve_config import start_line
-    from harness.mcp_server.server import Drain
-    from harness.memory.db import redact_url
+    """Serve in this process (one worker): memos in memory, the start line once ready."""
+    from harness.mcp_server.serving import serve_http
 
-    shown_host = f"[{config.host}]" if ":" in config.host else config.host
-    base = (public_url or f"http://{shown_host}:{config.port}").rstrip("/")
-    ingest_key = config.ingest_key.get_secret_value() if config.ingest_key else None
-    drain = Drain()
     try:
-        server = build_server(
+        await serve_http(
             store,
-            verifier=TokenFileVerifier(TokenFile(config.tokens)),
-            public_url=base,
-            ingest_key=ingest_key,
-            drain=drain,
+            config,
+            sock,
+            public_url=public_url,
+            ready=lambda embedder: _print_start_line(config, public_url, store.url, embedder),
         )
     except HarnessError as exc:
         raise _fail(exc) from exc
-    add_health_routes(server, store)
-    configure_logging(config.log_level, config.log_format)
+
+
+def _print_start_line(
+    config: ServeConfig, public_url: str | None, url: str, embedder: str
+) -> None:
+    from harness.mcp_server.serve_config import start_line
+    from harness.mcp_server.serving import base_url
+    from harness.memory.db import redact_url
+
     line = start_line(
         config,
         version=__version__,
-        base_url=base,
-        database=_display_url(redact_url(store.url)),
-        embedder=embedder_mode(store),
+        base_url=base_url(config, public_url),
+        database=_display_url(redact_url(url)),
+        embedder=embedder,
     )
     console.print(line, soft_wrap=True, highlight=False, markup=False)
     sys.stdout.flush()
-    # Stateless, plain-JSON answers: every request stands alone (memos are addressed by
-    # handle, not by session), so no per-session task, SSE stream or idle session holds
-    # work or a connection open, and shutdown has nothing to wait for.
-    app_ = server.streamable_http_app(host=config.host, json_response=True, stateless_http=True)
-    web = DrainingServer(
-        uvicorn_config(app_, config.host, config.port, log_level=config.log_level),
-        drain=lambda: drain.drain(McpLimits().drain_grace_s),
-    )
-    _freeze_startup_heap()
-    await web.serve(sockets=[sock])
-
-
-def _freeze_startup_heap() -> None:
-    """Leave what the server built at start (the model, the modules, the schemas: a few
-    hundred thousand objects that live as long as the process) out of the cyclic garbage
-    collector's full passes. Each call allocates thousands of short-lived objects, and every
-    full pass walked all of them too (a soak user's recall, in process: 9.1 -> 5.3 ms mean
-    assembly time; BENCHMARKS.md section 14)."""
-    gc.freeze()
 
 
 def http_label(host: str, port: int) -> str:

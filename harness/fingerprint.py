@@ -17,5 +17,6 @@ def normalize(text: str) -> str:
 
 
 def fingerprint(text: str) -> str:
-    """A stable hex digest of :func:`normalize` (text). Pure; no IO."""
-    return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()
+    """A stable hex digest of :func:`normalize` (text). Pure; no IO. Any ``str`` has one:
+    a lone surrogate (valid in a JSON string, not in UTF-8) is hashed as its code point."""
+    return hashlib.sha256(normalize(text).encode("utf-8", "surrogatepass")).hexdigest()

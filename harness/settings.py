@@ -89,6 +89,13 @@ class Settings(BaseSettings):
     mcp_http: str | None = Field(
         default=None, description="HOST:PORT to serve MCP over HTTP on (same as --http)"
     )
+    mcp_workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="HTTP MCP server processes sharing the port; unset = one per usable core, "
+        "at most 4 (several share RecallSet memos through the database)",
+    )
     mcp_tokens: Path | None = None
     mcp_ingest_key: SecretStr | None = None
     mcp_ingest_key_file: Path | None = Field(

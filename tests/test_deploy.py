@@ -35,6 +35,7 @@ from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
 from harness.mcp_server.health import Readiness, check_readiness, schema_head
 from harness.mcp_server.serve_config import (
     ServeFlags,
+    default_workers,
     resolve_serve_config,
     serving_settings,
     start_line,
@@ -429,3 +430,36 @@ def test_bad_serving_input_is_one_line_and_exit_code_2(
     assert code == 2 and len(lines) == 1, out
     assert lines[0].startswith(f"error: {named}:"), lines[0]
     assert "fifteen-chars" not in lines[0]
+
+
+@given(cores=st.integers(min_value=0, max_value=512))
+def test_default_workers_is_one_per_core_from_one_to_four(cores: int) -> None:
+    assert default_workers(cores) == max(1, min(4, cores))
+
+
+def test_workers_come_from_the_flag_then_the_variable_then_the_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HARNESS_MCP_WORKERS", raising=False)
+    plain = settings_with(monkeypatch, HARNESS_MCP_HTTP="127.0.0.1:1")
+    by_cores = resolve_serve_config(plain, ServeFlags(), usable_cores=3)
+    assert by_cores is not None and by_cores.workers == 3
+    assert by_cores.workers_from.startswith("default")
+    told = settings_with(monkeypatch, HARNESS_MCP_HTTP="127.0.0.1:1", HARNESS_MCP_WORKERS="2")
+    by_variable = resolve_serve_config(told, ServeFlags(), usable_cores=3)
+    assert by_variable is not None
+    assert (by_variable.workers, by_variable.workers_from) == (2, "HARNESS_MCP_WORKERS")
+    by_flag = resolve_serve_config(told, ServeFlags(workers=1), usable_cores=3)
+    assert by_flag is not None and (by_flag.workers, by_flag.workers_from) == (1, "--workers")
+    line = start_line(
+        by_flag, version=__version__, base_url="http://h:1", database="db", embedder="e"
+    )
+    assert "workers: 1 (from --workers)" in line
+    with pytest.raises(InvalidInput) as info:
+        resolve_serve_config(told, ServeFlags(workers=0))
+    assert info.value.fields == ("--workers",)
+    with pytest.raises(InvalidInput) as bad_variable:
+        settings_with(monkeypatch, HARNESS_MCP_WORKERS="0")
+    assert "mcp_workers" in str(bad_variable.value).lower() or "HARNESS_MCP_WORKERS" in str(
+        bad_variable.value
+    )

@@ -244,7 +244,7 @@ def test_a_failed_first_add_leaves_no_memo(
 
     text, error = aloop.run(go())
     assert error and text == "error: recallset_add: content: must be non-empty text"
-    assert server.recallsets.open_count() == 0  # type: ignore[attr-defined]
+    assert aloop.run(server.memo_book.open_count()) == 0  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -22,6 +22,7 @@ from harness.memory import MemoryStore
 from .test_mcp import free_port, seed
 
 CLIENTS = 8
+CLI_MCP = (sys.executable, "-m", "harness.cli", "mcp")
 
 
 class Load:
@@ -53,8 +54,9 @@ class Load:
 
 
 @pytest.mark.subprocess
+@pytest.mark.parametrize("workers", [1, 2])
 def test_sigint_under_load_exits_within_a_second_or_so(
-    semantic_store: MemoryStore, tenant: str, semantic_db_url: str, tmp_path: Path
+    semantic_store: MemoryStore, tenant: str, semantic_db_url: str, tmp_path: Path, workers: int
 ) -> None:
     # the real model: query embeddings are in flight in worker threads when the signal comes
     seed(semantic_store, tenant)
@@ -69,7 +71,7 @@ def test_sigint_under_load_exits_within_a_second_or_so(
         "HARNESS_MCP_TOKENS": str(tokens.path),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "mcp", "--http", f"127.0.0.1:{port}"],
+        [*CLI_MCP, "--http", f"127.0.0.1:{port}", "--workers", str(workers)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -81,6 +83,7 @@ def test_sigint_under_load_exits_within_a_second_or_so(
         line = proc.stdout.readline()  # the start line: serving
         assert "/mcp" in line, proc.stderr.read() if proc.stderr else line
         assert "embedder: hybrid (" in line and ", 1 thread per model call)" in line, line
+        assert f"workers: {workers} (from --workers)" in line, line
         load.thread.start()
         deadline = time.monotonic() + 60
         while load.answered < 3 * CLIENTS and time.monotonic() < deadline:

@@ -15,7 +15,15 @@ from alembic.script import ScriptDirectory
 from harness.memory.migrate import alembic_config, downgrade, head_revision, upgrade_to_head
 from harness.memory.schema import metadata
 
-TABLES = {"memories", "memory_approvals", "runs", "cleanup_tasks", "store_meta", "ingest_requests"}
+TABLES = {
+    "memories",
+    "memory_approvals",
+    "runs",
+    "cleanup_tasks",
+    "store_meta",
+    "ingest_requests",
+    "mcp_memos",
+}
 
 
 def _tables(engine: sa.Engine) -> set[str]:
@@ -67,7 +75,7 @@ def test_every_index_on_tenant_tables_leads_with_tenant(fresh_db_url: str) -> No
         upgrade_to_head(engine)
         insp = sa.inspect(engine)
         single_column_access_methods = {"ix_memories_embedding_hnsw", "ix_memories_tsv"}
-        for table in ("memories", "memory_approvals", "runs", "cleanup_tasks"):
+        for table in ("memories", "memory_approvals", "runs", "cleanup_tasks", "mcp_memos"):
             for ix in insp.get_indexes(table):
                 if ix["name"] in single_column_access_methods:
                     continue

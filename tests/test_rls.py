@@ -8,7 +8,8 @@ import sqlalchemy as sa
 
 from harness.errors import StoreError
 from harness.memory import Answer, MemoryCandidate, MemoryStore
-from harness.memory.sql import APP_ROLE, RLS_TABLES
+from harness.memory.caller import Caller
+from harness.memory.sql import APP_ROLE, RLS_TABLES, insert_memo
 from product_adapter import ProductAdapter
 
 from .conftest import T0
@@ -47,6 +48,8 @@ def seed(store: MemoryStore, tenant: str) -> None:
         }
     )
     store.idempotent(tenant, "req-1", "0" * 64, lambda write_many: Answer(201, {"ok": True}))
+    with store.transaction("seed memo", tenant=tenant) as conn:  # an MCP RecallSet memo
+        conn.execute(insert_memo(Caller(tenant, "alice"), "0" * 64, "{}", 0.0))
 
 
 @pytest.fixture

@@ -21,10 +21,12 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BinaryExpression, BooleanClauseList, ColumnElement
 
+from harness.memory.caller import Caller
 from harness.memory.migrate import upgrade_to_head
 from harness.memory.schema import metadata
 from harness.memory.sql import console as console_sql
 from harness.memory.sql import memories as memories_sql
+from harness.memory.sql import memos as memos_sql
 from harness.memory.sql import recall as recall_sql
 from harness.memory.sql import records as records_sql
 from harness.memory.sql import security as security_sql
@@ -32,13 +34,21 @@ from harness.memory.types import Kind, Scope
 from product_adapter import sql as adapter_sql
 
 #: Tables holding tenant data: distributed by tenant.
-TENANT_TABLES = {"memories", "memory_approvals", "runs", "cleanup_tasks", "ingest_requests"}
+TENANT_TABLES = {
+    "memories",
+    "memory_approvals",
+    "runs",
+    "cleanup_tasks",
+    "ingest_requests",
+    "mcp_memos",
+}
 #: Tables without tenant data: reference tables (replicated to every node).
 REFERENCE_TABLES = {"store_meta", "alembic_version"}
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ID = uuid.UUID(int=7)
 ROW = {"tenant": "t", "id": ID}
+CALLER = Caller("t", "u", "w")
 
 #: Every statement builder routed by tenant, called with sample arguments.
 ROUTED: dict[str, Callable[[], Any]] = {
@@ -92,6 +102,15 @@ ROUTED: dict[str, Callable[[], Any]] = {
     ),
     "records.insert_run": lambda: records_sql.insert_run({"tenant": "t", "id": "r"}),
     "records.runs_of": lambda: records_sql.runs_of("t", "w"),
+    "memos.close_memos_over_cap": lambda: memos_sql.close_memos_over_cap(CALLER, 2, 1.0, "cap"),
+    "memos.count_open_memos": lambda: memos_sql.count_open_memos(CALLER, 1.0, 60.0),
+    "memos.discard_memo": lambda: memos_sql.discard_memo(CALLER, "h"),
+    "memos.expire_idle_memos": lambda: memos_sql.expire_idle_memos(CALLER, 1.0, 60.0, "idle"),
+    "memos.forget_ended_memos": lambda: memos_sql.forget_ended_memos(CALLER, 3),
+    "memos.insert_memo": lambda: memos_sql.insert_memo(CALLER, "h", "{}", 1.0),
+    "memos.memo_for_update": lambda: memos_sql.memo_for_update(CALLER, "h"),
+    "memos.sweep_abandoned_memos": lambda: memos_sql.sweep_abandoned_memos("t", 1.0, 100),
+    "memos.touch_memo": lambda: memos_sql.touch_memo(CALLER, "h", 1.0, "{}"),
     "console.active_for_key_readonly": lambda: console_sql.active_for_key_readonly(
         "t", Scope.USER, "u", "k"
     ),
@@ -133,6 +152,9 @@ NOT_ROUTED = {
     "recall.readable_filter": "a filter (asserted through the statements using it)",
     "recall.readable_params": "bind values",
     "records.lock_idempotency": "advisory lock",
+    "memos.lock_memo_caller": "advisory lock",
+    "memos.memo_lock_name": "a lock name, not a statement",
+    "memos.count_open_memos_of_all": "status count over every tenant (open_count of all)",
     "security.set_tenant": "session setting",
     "security.all_tenants": "session setting",
     "security.current_role": "session setting",
@@ -147,6 +169,7 @@ def _builders() -> set[str]:
         "memories": memories_sql,
         "recall": recall_sql,
         "records": records_sql,
+        "memos": memos_sql,
         "security": security_sql,
         "console": console_sql,
         "adapter": adapter_sql,

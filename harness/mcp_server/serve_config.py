@@ -3,6 +3,7 @@ variable, or the default. Pure apart from reading the ingest key file."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ __all__ = [
     "MIN_INGEST_KEY_CHARS",
     "ServeConfig",
     "ServeFlags",
+    "default_workers",
     "read_key_file",
     "resolve_serve_config",
     "serving_settings",
@@ -23,6 +25,9 @@ __all__ = [
 ]
 
 MIN_INGEST_KEY_CHARS = 16
+#: Workers when none are asked for: one per usable core up to this many. Past it the shared
+#: database, not the servers' Python, sets the pace on the machines this was measured on.
+MAX_DEFAULT_WORKERS = 4
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
@@ -37,6 +42,7 @@ class ServeFlags:
     log_level: str | None = None
     log_format: str | None = None
     url: str | None = None
+    workers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,8 @@ class ServeConfig:
     log_format: str
     log_from: str
     database_from: str
+    workers: int = 1
+    workers_from: str = "default"
 
     @property
     def address_label(self) -> str:
@@ -103,7 +111,17 @@ def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | Non
     return value.strip().lower()
 
 
-def resolve_serve_config(settings: Settings, flags: ServeFlags) -> ServeConfig | None:
+def default_workers(usable_cores: int | None = None) -> int:
+    """One worker per core this process may run on (``usable_cores``, else asked of the
+    system), at least 1 and at most :data:`MAX_DEFAULT_WORKERS`."""
+    if usable_cores is None:
+        usable_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    return max(1, min(MAX_DEFAULT_WORKERS, usable_cores))
+
+
+def resolve_serve_config(
+    settings: Settings, flags: ServeFlags, usable_cores: int | None = None
+) -> ServeConfig | None:
     """Flags over ``HARNESS_*`` variables over defaults; ``None`` when no HTTP address is set
     (the server then speaks stdio). Reads the ingest key file if one is named.
 
@@ -150,6 +168,14 @@ def resolve_serve_config(settings: Settings, flags: ServeFlags) -> ServeConfig |
         database_from = "HARNESS_DATABASE_URL"
     else:
         database_from = f"embedded server in {settings.home}"
+    if flags.workers is not None and flags.workers < 1:
+        raise InvalidInput(
+            f"--workers: at least 1, got {flags.workers}", fields=("--workers",)
+        )
+    workers_from = _origin(settings, "mcp_workers", "--workers", flags.workers)
+    workers = flags.workers or settings.mcp_workers or default_workers(usable_cores)
+    if workers_from == "default":
+        workers_from = "default: one per core, at most 4"
     return ServeConfig(
         host=host,
         port=port,
@@ -162,6 +188,8 @@ def resolve_serve_config(settings: Settings, flags: ServeFlags) -> ServeConfig |
         log_format=fmt,
         log_from=f"{level_from}, {format_from}",
         database_from=database_from,
+        workers=workers,
+        workers_from=workers_from,
     )
 
 
@@ -197,5 +225,6 @@ def start_line(
         f"bearer tokens: {config.tokens} (from {config.tokens_from}) · ingest: {ingest} · "
         f"log: {config.log_level} {config.log_format} (from {config.log_from}) · "
         f"database: {database} (from {config.database_from}) · embedder: {embedder} · "
+        f"workers: {config.workers} (from {config.workers_from}) · "
         f"health: {base_url}/healthz {base_url}/readyz"
     )

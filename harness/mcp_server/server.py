@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from dataclasses import dataclass
@@ -16,8 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from harness._version import __version__
+from harness.errors import HarnessError
 from harness.mcp_server.identity import Identity, TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
+from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
 from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
 from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.recall import RecallResult
@@ -133,13 +136,15 @@ def build_server(
     ingest_key: str | None = None,
     limits: McpLimits | None = None,
     memo_limits: MemoLimits | None = None,
+    memo_book: MemoBook | None = None,
     drain: Drain | None = None,
 ) -> MCPServer:
     """An MCPServer over ``store``.
 
     Identity comes from ``identity`` (stdio: the launch configuration) or, over HTTP, from the
     bearer token checked by ``verifier`` (``public_url`` is then this server's base URL).
-    RecallSet memos live in this process, bound to the caller (``memo_limits``). ``drain``
+    RecallSet memos are kept by ``memo_book`` (default: in this process, with ``memo_limits``),
+    bound to the caller; several worker processes share a PostgreSQL one. ``drain``
     (the server's shutdown holds it) ends the recalls in flight when the server stops.
     Store calls run on the event loop the server is served on (the store's own loop); a
     recall past ``limits.timeout_s`` is cancelled, its query with it.
@@ -172,7 +177,7 @@ def build_server(
         auth=auth,
     )
     recall_slots = anyio.Semaphore(lim.max_concurrent_recalls)
-    recallsets = RecallSets(memo_limits)
+    memos = memo_book or LocalMemoBook(RecallSets(memo_limits))
     load = RecallLoad()
     drain = drain or Drain()
 
@@ -202,12 +207,15 @@ def build_server(
         load.shed += 1
         return False
 
-    def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
+    async def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
+        call = {"name": tool, "arguments": args}
         try:
-            recallset = recallsets.get(memo, caller())
+            result = await memos.use(memo, caller(), lambda rs: RecallSetTools(rs).answer(call))
         except (MemoNotFound, MemoExpired) as exc:
             return answer(f"error: {tool}: {exc}", is_error=True)
-        result = RecallSetTools(recallset).answer({"name": tool, "arguments": args})
+        except HarnessError as exc:  # the shared memo table is unreachable
+            log.warning("%s failed: %s", tool, exc)
+            return answer(UNAVAILABLE, is_error=True)
         return answer(result.text, is_error=result.is_error)
 
     @server.tool(name="recall_memories", description=RECALL_DESCRIPTION)
@@ -255,11 +263,15 @@ def build_server(
         name="recallset_open",
         description="Open a new scratchpad memo for this task (never stored long-term) and "
         "return its handle. Pass the handle as `memo` to every other recallset_* tool. "
-        f"A memo holds up to {recallsets.limits.max_items} notes and expires after "
-        f"{recallsets.limits.idle_s / 60:.0f} minutes without use.",
+        f"A memo holds up to {memos.limits.max_items} notes and expires after "
+        f"{memos.limits.idle_s / 60:.0f} minutes without use.",
     )
     async def recallset_open() -> CallToolResult:
-        handle, _ = recallsets.open(caller())
+        try:
+            handle = await memos.open(caller())
+        except HarnessError as exc:
+            log.warning("recallset_open failed: %s", exc)
+            return answer(UNAVAILABLE, is_error=True)
         return answer(json.dumps({"memo": handle}))
 
     @server.tool(
@@ -278,19 +290,24 @@ def build_server(
         args: dict[str, Any] = {"content": content, "mark": mark, "priority": priority}
         if title is not None:
             args["title"] = title
-        if len(content) > recallsets.limits.max_note_chars:
+        if len(content) > memos.limits.max_note_chars:
             return answer(
-                f"error: recallset_add: content: at most {recallsets.limits.max_note_chars} "
+                f"error: recallset_add: content: at most {memos.limits.max_note_chars} "
                 f"characters, got {len(content)}; save a shorter note",
                 is_error=True,
             )
         opened = memo is None
         if memo is None:
-            memo, _ = recallsets.open(caller())
-        result = on_memo("recallset_add", memo, args)
+            try:
+                memo = await memos.open(caller())
+            except HarnessError as exc:
+                log.warning("recallset_add failed: %s", exc)
+                return answer(UNAVAILABLE, is_error=True)
+        result = await on_memo("recallset_add", memo, args)
         if result.is_error:
             if opened:  # nothing was saved: do not leave an empty memo behind
-                recallsets.discard(memo, caller())
+                with contextlib.suppress(HarnessError):
+                    await memos.discard(memo, caller())
             return result
         body = json.loads(text_of(result))
         return answer(json.dumps({"memo": memo, **body}))
@@ -299,18 +316,18 @@ def build_server(
     async def recallset_mark(
         memo: str, id: str, mark: Literal["keep", "check", "discard"]
     ) -> CallToolResult:
-        return on_memo("recallset_mark", memo, {"id": id, "mark": mark})
+        return await on_memo("recallset_mark", memo, {"id": id, "mark": mark})
 
     @server.tool(name="recallset_read", description="Read one note of a memo in full.")
     async def recallset_read(memo: str, id: str) -> CallToolResult:
-        return on_memo("recallset_read", memo, {"id": id})
+        return await on_memo("recallset_read", memo, {"id": id})
 
     @server.tool(
         name="recallset_overview",
         description="List the notes of a memo: ids, marks, titles (no bodies).",
     )
     async def recallset_overview(memo: str) -> CallToolResult:
-        return on_memo("recallset_overview", memo, {})
+        return await on_memo("recallset_overview", memo, {})
 
     if ingest_key:
         handler = IngestHandler(store, ingest_key)
@@ -321,7 +338,7 @@ def build_server(
 
         server.custom_route("/v1/memories", methods=["POST"])(ingest)
 
-    server.recallsets = recallsets  # type: ignore[attr-defined]
+    server.memo_book = memos  # type: ignore[attr-defined]
     server.recall_load = load  # type: ignore[attr-defined]
     server.drain = drain  # type: ignore[attr-defined]
     return server

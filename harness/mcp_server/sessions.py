@@ -20,7 +20,18 @@ from harness.errors import HarnessError
 from harness.mcp_server.identity import Identity
 from harness.recallset import RecallSet
 
-__all__ = ["MemoExpired", "MemoLimits", "MemoNotFound", "RecallSets"]
+__all__ = [
+    "HANDLE_PREFIX",
+    "MemoExpired",
+    "MemoLimits",
+    "MemoNotFound",
+    "RecallSets",
+    "cap_reason",
+    "idle_reason",
+    "memo_expired",
+    "memo_not_found",
+    "mint_handle",
+]
 
 HANDLE_PREFIX = "memo_"
 
@@ -44,6 +55,41 @@ class MemoLimits:
     max_note_chars: int = 8000
     idle_s: float = 3600.0
     max_ended_per_caller: int = 256
+
+
+def mint_handle() -> str:
+    """A new memo handle: ``memo_`` and 128 random bits, URL-safe. Every memo book mints
+    them here, so a handle looks the same wherever the memo lives."""
+    return HANDLE_PREFIX + secrets.token_urlsafe(16)
+
+
+def idle_reason(limits: MemoLimits) -> str:
+    """Why a memo idle longer than ``limits.idle_s`` ended (shown inside :func:`memo_expired`)."""
+    return f"idle for more than {limits.idle_s:.0f} s, it expired"
+
+
+def cap_reason(limits: MemoLimits) -> str:
+    """Why a memo closed for the per-caller cap ended (shown inside :func:`memo_expired`)."""
+    return (
+        f"closed because more than {limits.max_memos_per_caller} memos were "
+        "open (least recently used first)"
+    )
+
+
+def memo_expired(handle: str, why: str) -> MemoExpired:
+    """The error for a use of this caller's memo ``handle`` that ended because of ``why``."""
+    return MemoExpired(
+        f"memo {handle!r} has ended ({why}); its notes are gone. "
+        "Call recallset_open (or recallset_add without a memo) for a new one."
+    )
+
+
+def memo_not_found(handle: str) -> MemoNotFound:
+    """The error for a handle this caller never opened (made up, or another caller's)."""
+    return MemoNotFound(
+        f"no memo {handle!r} for this caller; use the handle recallset_open or "
+        "recallset_add returned, or open a new memo"
+    )
 
 
 @dataclass
@@ -77,7 +123,7 @@ class RecallSets:
 
     def open(self, caller: Identity) -> tuple[str, RecallSet]:
         """Mint a new handle and its empty memo for ``caller``. Not idempotent."""
-        handle = HANDLE_PREFIX + secrets.token_urlsafe(16)
+        handle = mint_handle()
         now = self._clock()
         with self._lock:
             entry = self._callers.setdefault(caller, _Caller())
@@ -88,12 +134,7 @@ class RecallSets:
             while len(entry.memos) > self.limits.max_memos_per_caller:
                 old_handle, old = entry.memos.popitem(last=False)
                 old.recallset.clear()
-                self._remember_end(
-                    entry,
-                    old_handle,
-                    f"closed because more than {self.limits.max_memos_per_caller} memos were "
-                    "open (least recently used first)",
-                )
+                self._remember_end(entry, old_handle, cap_reason(self.limits))
             return handle, memo.recallset
 
     def get(self, handle: str, caller: Identity) -> RecallSet:
@@ -115,14 +156,8 @@ class RecallSets:
                     return memo.recallset
                 why = entry.ended.get(handle)
                 if why is not None:
-                    raise MemoExpired(
-                        f"memo {handle!r} has ended ({why}); its notes are gone. "
-                        "Call recallset_open (or recallset_add without a memo) for a new one."
-                    )
-        raise MemoNotFound(
-            f"no memo {handle!r} for this caller; use the handle recallset_open or "
-            "recallset_add returned, or open a new memo"
-        )
+                    raise memo_expired(handle, why)
+        raise memo_not_found(handle)
 
     def discard(self, handle: str, caller: Identity) -> None:
         """Forget ``caller``'s memo ``handle`` without a trace (an open that did not take).
@@ -140,9 +175,7 @@ class RecallSets:
                 break
             entry.memos.popitem(last=False)
             memo.recallset.clear()
-            self._remember_end(
-                entry, handle, f"idle for more than {self.limits.idle_s:.0f} s, it expired"
-            )
+            self._remember_end(entry, handle, idle_reason(self.limits))
 
     def _remember_end(self, entry: _Caller, handle: str, why: str) -> None:
         entry.ended[handle] = why

@@ -8,16 +8,21 @@ construction: the HNSW vector index (single-column access method) and the GIN fu
 
 ``memories`` keeps its vectors in the row (``toast_tuple_target = 4080``, migration 0006): exact
 recall reads them for every row it ranks.
+
+``mcp_memos`` is UNLOGGED (migration 0008): RecallSet memos are scratch state, never stored
+long-term, so they are not written to the WAL, not replicated, and gone after a crash.
 """
 
 from __future__ import annotations
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Column,
     Computed,
     DateTime,
+    Double,
     Index,
     Integer,
     MetaData,
@@ -34,6 +39,7 @@ __all__ = [
     "approvals",
     "cleanup_tasks",
     "ingest_requests",
+    "mcp_memos",
     "memories",
     "metadata",
     "runs",
@@ -201,6 +207,33 @@ ingest_requests = Table(
     Column("status_code", Integer, nullable=False),
     Column("response", JSONB, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+#: The MCP server's RecallSet memos, shared by its worker processes (``PostgresMemoBook``).
+#: Only the SHA-256 of a handle is stored. The caller is (tenant, user_id, workflow_id,
+#: session_id), with '' for a missing workflow or session (identifiers are never empty).
+mcp_memos = Table(
+    "mcp_memos",
+    metadata,
+    Column("tenant", String(200), nullable=False),
+    Column("handle_sha256", String(64), nullable=False),
+    PrimaryKeyConstraint("tenant", "handle_sha256"),
+    Column("user_id", String(200), nullable=False),
+    Column("workflow_id", String(200), nullable=False),
+    Column("session_id", String(200), nullable=False),
+    #: ``RecallSet.to_state()`` as JSON text (text, not JSONB: notes may hold NUL, which JSONB
+    #: cannot); NULL once the memo has ended.
+    Column("state", Text),
+    #: Unix seconds of the last open or use (the idle timer).
+    Column("last_used", Double, nullable=False),
+    #: The caller's use order (least recently used first): one above the caller's highest.
+    Column("touched", BigInteger, nullable=False),
+    Column("ended_why", Text),
+    Column("ended_at", Double),
+    Index("ix_mcp_memos_caller", "tenant", "user_id", "workflow_id", "session_id", "last_used"),
+    # The per-tenant sweep of memos abandoned long ago.
+    Index("ix_mcp_memos_tenant_last_used", "tenant", "last_used"),
+    prefixes=["UNLOGGED"],
 )
 
 store_meta = Table(

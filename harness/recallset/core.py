@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import heapq
-import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from harness.errors import InvalidInput, MemoryNotFound
 from harness.fingerprint import fingerprint
 
-__all__ = ["AddResult", "Mark", "RecallItem", "RecallSet"]
+__all__ = ["STATE_VERSION", "AddResult", "Mark", "RecallItem", "RecallSet"]
 
 TITLE_MAX = 80
+#: The layout :meth:`RecallSet.to_state` writes; :meth:`RecallSet.from_state` reads only this.
+STATE_VERSION = 1
+_STATE_FIELDS = frozenset({"version", "max_items", "next_order", "items", "discarded"})
+_ITEM_FIELDS = ("id", "title", "content", "mark", "priority", "source", "fingerprint", "order")
 
 
 class Mark(StrEnum):
@@ -72,6 +77,69 @@ def _as_mark(value: Mark | str) -> Mark:
         ) from None
 
 
+def _bad(path: str, problem: str) -> InvalidInput:
+    return InvalidInput(f"{path}: {problem}", fields=(path,))
+
+
+def _int_at(value: Any, path: str, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(path, f"must be an integer, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise _bad(path, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _text_at(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _bad(path, f"must be text, got {type(value).__name__}")
+    return value
+
+
+def _item_state(item: RecallItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "title": item.title,
+        "content": item.content,
+        "mark": item.mark.value,
+        "priority": item.priority,
+        "source": item.source,
+        "fingerprint": item.fingerprint,
+        "order": item.order,
+    }
+
+
+def _item_from_state(raw: Any, path: str) -> RecallItem:
+    if not isinstance(raw, Mapping):
+        raise _bad(path, f"must be an object, got {type(raw).__name__}")
+    for name in _ITEM_FIELDS:
+        if name not in raw:
+            raise _bad(f"{path}.{name}", "is missing")
+    for name in raw:
+        if name not in _ITEM_FIELDS:
+            raise _bad(f"{path}.{name}", "is not a field of a RecallSet item")
+    try:
+        mark = Mark(raw["mark"])
+    except ValueError:
+        raise _bad(f"{path}.mark", f"{raw['mark']!r} is not one of keep, check, discard") from None
+    source = raw["source"]
+    return RecallItem(
+        id=_text_at(raw["id"], f"{path}.id"),
+        title=_text_at(raw["title"], f"{path}.title"),
+        content=_text_at(raw["content"], f"{path}.content"),
+        mark=mark,
+        priority=_int_at(raw["priority"], f"{path}.priority"),
+        source=None if source is None else _text_at(source, f"{path}.source"),
+        fingerprint=_text_at(raw["fingerprint"], f"{path}.fingerprint"),
+        order=_int_at(raw["order"], f"{path}.order", minimum=1),
+    )
+
+
+def _items_from_state(raw: Any, path: str) -> list[RecallItem]:
+    if not isinstance(raw, list):
+        raise _bad(path, f"must be a list, got {type(raw).__name__}")
+    return [_item_from_state(each, f"{path}.{i}") for i, each in enumerate(raw)]
+
+
 class RecallSet:
     """Working memory of one run. Cleared at run end; never written to the MemoryStore.
 
@@ -87,7 +155,8 @@ class RecallSet:
         self._by_fp: dict[str, str] = {}
         self._discarded: dict[str, RecallItem] = {}
         self._heap: list[tuple[int, int, int, str]] = []
-        self._seq = itertools.count(1)
+        #: The ``order`` (and id number) of the next new item; never reset, not even by clear.
+        self._next_order = 1
 
     def __len__(self) -> int:
         return len(self._items)
@@ -168,7 +237,8 @@ class RecallSet:
         evicted: list[RecallItem] = []
         while len(self._items) >= self.max_items:
             evicted.append(self._evict_one())
-        order = next(self._seq)
+        order = self._next_order
+        self._next_order += 1
         item = RecallItem(
             id=f"r{order}",
             title=derive_title(title) if title and title.strip() else derive_title(content),
@@ -211,6 +281,80 @@ class RecallSet:
     def items(self) -> list[RecallItem]:
         """Live items, oldest first (dict order is creation order: updates keep their slot)."""
         return list(self._items.values())
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything this set holds, as JSON-compatible data (plain dicts, lists, strings,
+        integers, None): the cap, the next item number, live items oldest first and the
+        remembered discarded items. :meth:`from_state` rebuilds a set that behaves exactly
+        like this one from here on. Pure: changes nothing."""
+        return {
+            "version": STATE_VERSION,
+            "max_items": self.max_items,
+            "next_order": self._next_order,
+            "items": [_item_state(item) for item in self._items.values()],
+            "discarded": [_item_state(item) for item in self._discarded.values()],
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> RecallSet:
+        """The set :meth:`to_state` described (a new object; ``state`` is not kept).
+
+        Raises:
+            InvalidInput: ``state`` is not what :meth:`to_state` writes: a field missing, of
+                the wrong type, or inconsistent with the others (names the field, e.g.
+                ``items.3.order``).
+        """
+        if not isinstance(state, Mapping):
+            raise _bad("state", f"must be an object, got {type(state).__name__}")
+        for name in sorted(_STATE_FIELDS):
+            if name not in state:
+                raise _bad(name, "is missing")
+        for name in state:
+            if name not in _STATE_FIELDS:
+                raise _bad(str(name), "is not a field of a RecallSet state")
+        if state["version"] != STATE_VERSION:
+            raise _bad("version", f"must be {STATE_VERSION}, got {state['version']!r}")
+        max_items = _int_at(state["max_items"], "max_items", minimum=1)
+        next_order = _int_at(state["next_order"], "next_order", minimum=1)
+        items = _items_from_state(state["items"], "items")
+        discarded = _items_from_state(state["discarded"], "discarded")
+        rs = cls(max_items)
+        if len(items) > max_items:
+            raise _bad("items", f"holds {len(items)} items, more than max_items ({max_items})")
+        previous = 0
+        for i, item in enumerate(items):
+            # Live items sit in creation order (their dict slot), which overview() shows.
+            if not previous < item.order < next_order:
+                raise _bad(
+                    f"items.{i}.order",
+                    "must be above the previous item's and below next_order (creation order)",
+                )
+            if item.id in rs._items:
+                raise _bad(f"items.{i}.id", f"{item.id!r} is an earlier item's id")
+            if item.fingerprint in rs._by_fp:
+                raise _bad(f"items.{i}.fingerprint", "is an earlier item's fingerprint")
+            rs._items[item.id] = item
+            rs._by_fp[item.fingerprint] = item.id
+            previous = item.order
+        for i, item in enumerate(discarded):
+            if item.mark is not Mark.DISCARD:
+                raise _bad(f"discarded.{i}.mark", "must be discard")
+            if not item.order < next_order:
+                raise _bad(f"discarded.{i}.order", "must be below next_order")
+            if item.fingerprint in rs._discarded:
+                raise _bad(f"discarded.{i}.fingerprint", "is an earlier item's fingerprint")
+            live = rs._by_fp.get(item.fingerprint)
+            if live is not None and rs._items[live] != item:
+                raise _bad(f"discarded.{i}", f"differs from live item {live!r}")
+            rs._discarded[item.fingerprint] = item
+        for i, item in enumerate(items):
+            # a live item is remembered as discarded exactly when it is marked discard
+            if (item.mark is Mark.DISCARD) != (item.fingerprint in rs._discarded):
+                raise _bad(f"items.{i}.mark", "disagrees with the discarded items")
+        rs._heap = [(it.mark.rank, it.priority, it.order, it.id) for it in items]
+        heapq.heapify(rs._heap)
+        rs._next_order = next_order
+        return rs
 
     def clear(self) -> None:
         """Forget everything, including discarded fingerprints. Idempotent."""

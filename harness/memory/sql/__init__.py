@@ -2,8 +2,8 @@
 
 Tenant is the first filter of every statement that reads or changes memories. One package,
 one module per concern: the write path and reads (``memories``), recall (``recall``), run
-and ingest records (``records``), read replicas (``replicas``) and row-level security
-(``security``).
+and ingest records (``records``), the MCP server's shared memos (``memos``), read replicas
+(``replicas``) and row-level security (``security``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from harness.memory.sql.columns import MEMORY_COLUMNS
 from harness.memory.sql.memories import *  # noqa: F403
 from harness.memory.sql.memories import __all__ as _memories_all
+from harness.memory.sql.memos import *  # noqa: F403
+from harness.memory.sql.memos import __all__ as _memos_all
 from harness.memory.sql.recall import *  # noqa: F403
 from harness.memory.sql.recall import __all__ as _recall_all
 from harness.memory.sql.records import *  # noqa: F403
@@ -23,6 +25,7 @@ from harness.memory.sql.security import __all__ as _security_all
 __all__ = [
     "MEMORY_COLUMNS",
     *_memories_all,
+    *_memos_all,
     *_recall_all,
     *_records_all,
     *_replicas_all,

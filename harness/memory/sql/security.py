@@ -28,7 +28,14 @@ APP_ROLE = "harness_app"
 TENANT_SETTING = "harness.tenant"
 ALL_TENANTS_SETTING = "harness.all_tenants"
 #: Every table holding tenant rows (all of them carry a ``tenant`` column).
-RLS_TABLES = ("memories", "memory_approvals", "runs", "cleanup_tasks", "ingest_requests")
+RLS_TABLES = (
+    "memories",
+    "memory_approvals",
+    "runs",
+    "cleanup_tasks",
+    "ingest_requests",
+    "mcp_memos",
+)
 
 
 def set_tenant(tenant: str) -> TextClause:
