@@ -208,7 +208,7 @@ def run(n: int, seconds: float, rounds: int = 4, reuse: bool = False) -> dict[st
     emb = CachedEmbedder.load()
     emb.warm(ds.facts, f"judge-facts{n}")
     questions = [q.text for q in ds.questions]
-    emb.warm(questions, f"async-bench-q{n}")
+    emb.warm_queries(questions, f"async-bench-q{n}")
     name = f"bench_async_{n}"
     url = make_url(server_url()).set(database=name).render_as_string(hide_password=False)
     if not (reuse and _seeded(url, n)):

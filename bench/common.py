@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from harness.memory.embedded import embedded_url
-from harness.memory.embedder import Embedder, load_embedder
+from harness.memory.embedder import Embedder, QueryEmbedder, load_embedder
 from harness.memory.store import MemoryStore, normalize_url
 from harness.settings import Settings
 
@@ -67,6 +67,7 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder):
         self.inner = inner
         self.memo: dict[str, np.ndarray] = {}
+        self.query_memo: dict[str, np.ndarray] = {}
         self.calls = 0
 
     @classmethod
@@ -75,7 +76,10 @@ class CachedEmbedder:
         # A baseline checkout (bench.scale, bench.soak) may predate HARNESS_EMBED_THREADS: it
         # then runs with its default, as it always did.
         threads = getattr(settings, "embed_threads", None)
-        extra = {"threads": threads} if threads is not None else {}
+        extra: dict[str, Any] = {"threads": threads} if threads is not None else {}
+        # ... or HARNESS_EMBED_INT8: as the product loads the model (its int8 copy by default).
+        if getattr(settings, "embed_int8", False):
+            extra["int8_cache"] = settings.model_cache
         inner, reason = load_embedder(settings.embed_model, settings.embed_model_path, **extra)
         if inner is None:
             raise SystemExit(f"benchmarks need the embedding model: {reason}")
@@ -84,6 +88,11 @@ class CachedEmbedder:
     @property
     def model_name(self) -> str:
         return self.inner.model_name
+
+    @property
+    def query_source(self) -> str:
+        """What embeds queries (the model, or its int8 copy): the query cache's key."""
+        return self.model_name + (" int8" if getattr(self.inner, "int8_queries", False) else "")
 
     @property
     def dim(self) -> int:
@@ -112,6 +121,37 @@ class CachedEmbedder:
             for text, vec in zip(missing, self.inner.embed(missing), strict=True):
                 self.memo[text] = np.asarray(vec, dtype=np.float32)
         return [self.memo[t].tolist() for t in texts]
+
+    def _embed_queries_now(self, texts: Sequence[str]) -> list[list[float]]:
+        if isinstance(self.inner, QueryEmbedder):
+            return self.inner.embed_queries(texts)
+        return self.inner.embed(texts)
+
+    def warm_queries(self, texts: Sequence[str], label: str) -> None:
+        """Embed ``texts`` as the store embeds queries, once (cached as .npy, keyed by
+        :attr:`query_source`)."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self.query_memo]
+        if not todo:
+            return
+        digest = hashlib.sha256(("\x00".join(todo) + self.query_source).encode()).hexdigest()[:16]
+        path = WORK / "cache" / f"{label}-queries-{digest}.npy"
+        if path.exists():
+            vectors = np.load(path)
+        else:
+            vectors = np.asarray(self._embed_queries_now(todo), dtype=np.float32)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, vectors)
+        for text, vec in zip(todo, vectors, strict=True):
+            self.query_memo[text] = vec
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """As the store's query path: the inner model's query variant, memoised."""
+        self.calls += 1
+        missing = [t for t in texts if t not in self.query_memo]
+        if missing:
+            for text, vec in zip(missing, self._embed_queries_now(missing), strict=True):
+                self.query_memo[text] = np.asarray(vec, dtype=np.float32)
+        return [self.query_memo[t].tolist() for t in texts]
 
 
 def settle(store: MemoryStore) -> None:

@@ -190,7 +190,7 @@ def locomo_set(emb: CachedEmbedder, limit: int | None = None) -> list[Query]:
                     q.relevant = set()
                     queries.append(q)
         settle(store)
-        emb.warm([q.text for q in queries], "locomo-questions-all")
+        emb.warm_queries([q.text for q in queries], "locomo-questions-all")
         _collect(store, queries)
         return queries
     finally:

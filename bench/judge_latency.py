@@ -25,7 +25,7 @@ def run(n_facts: int = 1000, n_queries: int = 100, rounds: int = 2) -> dict[str,
     emb = CachedEmbedder.load()
     ds = generate(n_facts, n_queries, 1, seed=77, tags=True)
     emb.warm(ds.facts, f"judge-latency-{n_facts}")
-    emb.warm([q.text for q in ds.questions], f"judge-latency-q{n_facts}")
+    emb.warm_queries([q.text for q in ds.questions], f"judge-latency-q{n_facts}")
     store = fresh_store(emb, "bench_judge_latency")
     try:
         store.write_many(

@@ -187,7 +187,7 @@ def spread(emb: CachedEmbedder, total: int, users: int, n_questions: int) -> dic
                 ]
             )
         settle(store)
-        emb.warm([q.text for q in ds.questions], f"questions-spread{total}")
+        emb.warm_queries([q.text for q in ds.questions], f"questions-spread{total}")
         times = []
         for q in ds.questions:
             req = RecallRequest(tenant=TENANT, user_id="user-7", query=q.text)
@@ -223,7 +223,7 @@ def run(sizes: list[int], n_questions: int = 100, write_n: int = 5000) -> dict[s
             for strategy, exact in (("exact", True), ("hnsw", False)):
                 store.retriever.strategy = strategy  # type: ignore[assignment]
                 entry[f"{strategy}_with_query_embedding"] = recall_pass(store, ds, ids)
-                emb.warm([q.text for q in ds.questions], f"questions{n}")
+                emb.warm_queries([q.text for q in ds.questions], f"questions{n}")
                 entry[f"{strategy}_without_query_embedding"] = recall_pass(store, ds, ids)
                 emb.memo = {
                     k: v for k, v in emb.memo.items() if k not in {q.text for q in ds.questions}

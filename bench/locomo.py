@@ -60,7 +60,7 @@ def run(
     questions = [
         q for s in data for q in s["qa"] if q["category"] in (1, 2, 3, 4) and q["evidence"]
     ]
-    emb.warm([q["question"] for q in questions], "locomo-questions")
+    emb.warm_queries([q["question"] for q in questions], "locomo-questions")
     store = fresh_store(emb, "bench_locomo")
     try:
         dia_of: dict[Any, tuple[str, str]] = {}

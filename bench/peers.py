@@ -162,7 +162,7 @@ def run(n_user: int = 1000, n_others: int = 11_500) -> dict[str, Any]:
     others = generate(100_000, 1, 1, seed=100_000).facts[:n_others]
     emb.warm(ds.facts, f"facts{n_user}")
     emb.warm(others, f"facts{n_others}-others")
-    emb.warm([q.text for q in ds.questions], f"questions{n_user}")
+    emb.warm_queries([q.text for q in ds.questions], f"questions{n_user}")
     result: dict[str, Any] = {"user_share": round(n_user / (n_user + n_others), 3)}
     for label, others_now in (("alone", []), ("among_others", others)):
         ours = ours_run(emb, ds, others_now)

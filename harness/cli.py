@@ -183,7 +183,7 @@ def status(url: UrlOption = None) -> None:
     console.print(f"schema revision {st.revision}")
     mode = st.embedder_mode
     if st.embed_model:
-        mode += f" ({st.embed_model}, {st.embed_dim} dims)"
+        mode += f" ({st.embed_model}{', int8 queries' if st.embed_int8 else ''}, {st.embed_dim} dims)"
     else:
         mode += f" — {st.lexical_reason}"
     console.print(f"embedder        {escape(mode)}", soft_wrap=True)

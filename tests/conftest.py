@@ -131,7 +131,12 @@ def fresh_db_url(server_url: str) -> str:
 @pytest.fixture(scope="session")
 def real_embedder() -> Embedder:
     settings = Settings.from_env()
-    embedder, reason = load_embedder(settings.embed_model, settings.embed_model_path)
+    # As the product loads it: the int8 copy unless HARNESS_EMBED_INT8=off.
+    embedder, reason = load_embedder(
+        settings.embed_model,
+        settings.embed_model_path,
+        int8_cache=settings.model_cache if settings.embed_int8 else None,
+    )
     if embedder is None:
         pytest.fail(
             "these tests need the embedding model: set HARNESS_EMBED_MODEL_PATH to a "

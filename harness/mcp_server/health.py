@@ -56,13 +56,15 @@ def schema_head() -> str | None:
 
 
 def embedder_mode(store: AsyncMemoryStore) -> str:
-    """``hybrid (<model>)`` (with ``, N thread(s) per model call`` when set) or
-    ``lexical-only``."""
+    """``hybrid (<model>)`` (with ``, int8`` for the model's int8 copy and ``, N thread(s)
+    per model call`` when set) or ``lexical-only``."""
     if store.embedder is None:
         return "lexical-only"
-    threads = store.embedder.threads if isinstance(store.embedder, FastEmbedder) else None
+    fast = store.embedder if isinstance(store.embedder, FastEmbedder) else None
+    threads = fast.threads if fast else None
+    int8 = ", int8 queries" if fast and fast.int8_queries else ""
     per_call = f", {threads} thread{'s' if threads != 1 else ''} per model call" if threads else ""
-    return f"hybrid ({store.embedder.model_name}{per_call})"
+    return f"hybrid ({store.embedder.model_name}{int8}{per_call})"
 
 
 async def check_readiness(store: AsyncMemoryStore) -> Readiness:

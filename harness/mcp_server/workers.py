@@ -32,6 +32,7 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 
 from harness.lifecycle import exit_on_signals
+from harness.logs import configure_logging
 from harness.mcp_server.serve_config import ServeConfig
 from harness.settings import Settings
 
@@ -65,6 +66,10 @@ def worker_main(spec: WorkerSpec, sock: socket.socket, supervisor: Connection) -
     Runs in the spawned process; never returns (exits the process once stopped).
     """
     os.setpgrp()  # a terminal's Ctrl-C is for the supervisor, which stops workers itself
+    # Log as configured from the first line: workers start side by side, so a plain warning
+    # printed before one had configured its logging would land between another's log lines.
+    configure_logging(spec.config.log_level, spec.config.log_format)
+    logging.captureWarnings(True)
     threading.Thread(
         target=_stop_when_orphaned, args=(supervisor,), name="harness-supervisor-watch", daemon=True
     ).start()
@@ -235,9 +240,11 @@ def run_workers(
     """Serve with ``count`` worker processes on ``sock`` until SIGINT/SIGTERM; returns the
     exit code (128 + the signal, or 1 when a worker could not start).
 
-    Side effects: spawns processes; handles SIGINT/SIGTERM in this process while it runs
-    (call from the main thread). ``on_ready`` gets the embedder mode once all are ready.
+    Side effects: spawns processes; configures this process's logging; handles SIGINT/SIGTERM
+    in this process while it runs (call from the main thread). ``on_ready`` gets the embedder
+    mode once all are ready.
     """
+    configure_logging(spec.config.log_level, spec.config.log_format)
     supervisor = _Supervisor(spec, sock, count)
     previous = {
         sig: signal.signal(sig, supervisor.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)

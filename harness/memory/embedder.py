@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from harness.memory.quantize import MODEL_FILE, int8_copy
+
 __all__ = [
     "HUB_PROBE_TIMEOUT_S",
     "Embedder",
     "EmbedderChoice",
     "FastEmbedder",
+    "QueryEmbedder",
     "choose_embedder",
     "hub_reachable",
     "load_embedder",
@@ -50,6 +53,16 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """An embedder with its own path for search queries (e.g. a faster model variant whose
+    vectors are compared with the memories' as if the model's own)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """One query vector per text, in order."""
+        ...
+
+
 @contextlib.contextmanager
 def _quiet_fastembed() -> Iterator[None]:
     """fastembed logs every failed source at ERROR level; the caller reports the outcome once."""
@@ -66,7 +79,9 @@ class FastEmbedder:
     """fastembed ``TextEmbedding``; loads the ONNX model from ``model_path`` when given.
 
     ``local_files_only`` restricts loading to fastembed's cache (no network). ``threads`` is
-    onnxruntime's thread count per call (None: its default, one per core).
+    onnxruntime's thread count per call (None: its default, one per core). With
+    ``query_model_path`` (the model's int8 copy, :mod:`quantize`) :meth:`embed_queries` runs
+    there; memories are always embedded by the model itself.
     """
 
     def __init__(
@@ -77,6 +92,7 @@ class FastEmbedder:
         *,
         local_files_only: bool = False,
         threads: int | None = None,
+        query_model_path: Path | None = None,
     ):
         from fastembed import TextEmbedding  # heavy import; only when a model is wanted
 
@@ -89,10 +105,19 @@ class FastEmbedder:
             kwargs["local_files_only"] = True
         with _quiet_fastembed():
             self._model = TextEmbedding(model_name, threads=threads, **kwargs)
+            self._query_model = None
+            if query_model_path is not None:
+                if not Path(query_model_path).is_dir():
+                    raise FileNotFoundError(f"query model folder not found: {query_model_path}")
+                self._query_model = TextEmbedding(
+                    model_name, threads=threads, specific_model_path=str(query_model_path)
+                )
         self._model_name = model_name
         self._batch_size = batch_size
         #: onnxruntime's threads per call (None: its default).
         self.threads = threads
+        #: True when queries run through the model's int8 copy (:mod:`quantize`).
+        self.int8_queries = self._query_model is not None
         self._dim = len(self.embed(["dimension probe"])[0])
 
     @property
@@ -115,6 +140,17 @@ class FastEmbedder:
             vectors[i] = vector.tolist()
         return vectors
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """One query vector per text, in order: through the int8 copy when there is one, one
+        text per model call. Its activations are quantized with one scale per call, so a
+        batch would make a query's vector depend on the queries it was batched with; alone,
+        the same text always gets the same vector."""
+        if self._query_model is None:
+            return self.embed(texts)
+        return [
+            vector.tolist() for text in texts for vector in self._query_model.embed([text])
+        ]
+
 
 @dataclass(frozen=True)
 class EmbedderChoice:
@@ -128,6 +164,9 @@ class EmbedderChoice:
     source: str | None = None
     model_path: Path | None = None
     reason: str | None = None
+    #: Why the int8 copy of the model is not used although it was asked for (None: it is, or
+    #: it was not asked for).
+    int8_fallback: str | None = None
 
     def lexical_message(self, model_name: str) -> str:
         """One message: lexical-only, why, how to get a model and how to point at it."""
@@ -196,14 +235,45 @@ def _try(
     *,
     local_files_only: bool = False,
     threads: int | None = None,
+    query_model_path: Path | None = None,
 ) -> tuple[Embedder | None, str | None]:
     try:
         embedder = FastEmbedder(
-            model_name, model_path, local_files_only=local_files_only, threads=threads
+            model_name,
+            model_path,
+            local_files_only=local_files_only,
+            threads=threads,
+            query_model_path=query_model_path,
         )
         return embedder, None
     except Exception as exc:  # any loading failure (missing files, no network, bad ONNX)
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _try_folder(
+    model_name: str, folder: Path, *, threads: int | None, int8_cache: Path | None
+) -> tuple[Embedder | None, str | None, str | None]:
+    """Load from ``folder``, with its int8 copy for queries when ``int8_cache`` is given and
+    the copy can be made and loaded; returns (embedder, reason, why the int8 copy is not
+    used)."""
+    fallback = None
+    if int8_cache is not None and (folder / MODEL_FILE).is_file():
+        try:
+            copy = int8_copy(folder, int8_cache)
+        except Exception as exc:  # no onnx package, read-only cache, a model it cannot quantize
+            fallback = f"{type(exc).__name__}: {exc}"
+        else:
+            embedder, reason = _try(model_name, folder, threads=threads, query_model_path=copy)
+            if embedder is not None:
+                return embedder, None, None
+            fallback = reason
+        log.warning(
+            "the int8 copy of the embedding model is not available (%s); embedding queries "
+            "with the original model (slower). HARNESS_EMBED_INT8=off silences this.",
+            fallback,
+        )
+    embedder, reason = _try(model_name, folder, threads=threads)
+    return embedder, reason, fallback
 
 
 def choose_embedder(
@@ -213,22 +283,31 @@ def choose_embedder(
     remembered: Path | None = None,
     hub_timeout_s: float = HUB_PROBE_TIMEOUT_S,
     threads: int | None = None,
+    int8_cache: Path | None = None,
 ) -> EmbedderChoice:
     """Load the model from the first place that has it; never raises.
 
     An explicit ``model_path`` is final (no fallback to other sources: a typo must not start
     a download). Without one, ``remembered`` (the home's last folder), then fastembed's cache,
-    then a download if the hub answers within ``hub_timeout_s``.
+    then a download if the hub answers within ``hub_timeout_s``. With ``int8_cache``, a model
+    loaded from a folder embeds queries through its int8 copy kept there (:mod:`quantize`;
+    made on first use), or through itself, with a warning, when the copy cannot be made.
     """
     if model_path is not None:
-        embedder, reason = _try(model_name, model_path, threads=threads)
+        embedder, reason, fallback = _try_folder(
+            model_name, Path(model_path), threads=threads, int8_cache=int8_cache
+        )
         if embedder is None:
             return EmbedderChoice(None, reason=f"HARNESS_EMBED_MODEL_PATH={model_path}: {reason}")
-        return EmbedderChoice(embedder, "HARNESS_EMBED_MODEL_PATH", Path(model_path))
+        return EmbedderChoice(
+            embedder, "HARNESS_EMBED_MODEL_PATH", Path(model_path), int8_fallback=fallback
+        )
     if remembered is not None and remembered.is_dir():
-        embedder, _ = _try(model_name, remembered, threads=threads)
+        embedder, _, fallback = _try_folder(
+            model_name, remembered, threads=threads, int8_cache=int8_cache
+        )
         if embedder is not None:
-            return EmbedderChoice(embedder, "remembered", remembered)
+            return EmbedderChoice(embedder, "remembered", remembered, int8_fallback=fallback)
     # The hub probe runs while fastembed looks in its cache: one bounded wait at most.
     hub_answered = _start_hub_probe(hub_timeout_s)
     embedder, _ = _try(model_name, None, local_files_only=True, threads=threads)
@@ -247,11 +326,15 @@ def choose_embedder(
 
 
 def load_embedder(
-    model_name: str, model_path: Path | None, *, threads: int | None = None
+    model_name: str,
+    model_path: Path | None,
+    *,
+    threads: int | None = None,
+    int8_cache: Path | None = None,
 ) -> tuple[Embedder | None, str | None]:
     """Try to load the configured model. Returns ``(embedder, None)`` or ``(None, reason)``.
 
-    Never raises; see :func:`choose_embedder` for the order of sources.
+    Never raises; see :func:`choose_embedder` for the order of sources and ``int8_cache``.
     """
-    choice = choose_embedder(model_name, model_path, threads=threads)
+    choice = choose_embedder(model_name, model_path, threads=threads, int8_cache=int8_cache)
     return choice.embedder, choice.reason

@@ -22,6 +22,7 @@ def choose_model(settings: Settings, *, embedded: bool) -> EmbedderChoice:
         settings.embed_model_path,
         remembered=remembered,
         threads=settings.embed_threads,
+        int8_cache=settings.model_cache if settings.embed_int8 else None,
     )
     if embedded and choice.source == "HARNESS_EMBED_MODEL_PATH" and choice.model_path:
         remember_model_folder(settings.home, settings.embed_model, choice.model_path)

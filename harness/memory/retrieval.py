@@ -15,7 +15,7 @@ from sqlalchemy import exc as sa_exc
 
 from harness.errors import IncompleteRecall, InvalidInput, StoreError, StoreUnavailable
 from harness.memory import sql
-from harness.memory.embedder import Embedder
+from harness.memory.embedder import Embedder, QueryEmbedder
 from harness.memory.ops import Op
 from harness.memory.pool_sizes import PoolSizes
 from harness.memory.query_cache import QueryVectorCache
@@ -108,6 +108,8 @@ def embed_queries(embedder: Embedder | None, texts: Sequence[str]) -> list[list[
     lexical-only meanwhile (those queries then rank by full text)."""
     if embedder is None:
         raise StoreUnavailable("no embedding model")
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_queries(texts)
     return embedder.embed(texts)
 
 

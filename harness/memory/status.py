@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.memory import sql
 from harness.memory.db import redact_url
-from harness.memory.embedder import Embedder, EmbedderChoice
+from harness.memory.embedder import Embedder, EmbedderChoice, FastEmbedder
 from harness.memory.ops import Op
 from harness.memory.recall import RecallResult
 from harness.memory.replicas import ReplicaState
@@ -42,6 +42,8 @@ class StoreStatus:
     lexical_reason: str | None = None
     embed_source: str | None = None
     embed_model_path: str | None = None
+    #: True when the model runs as its int8 copy (see :mod:`harness.memory.quantize`).
+    embed_int8: bool = False
     constraints_over_budget: dict[str, int] = field(default_factory=dict)
     #: Each read replica (HARNESS_DATABASE_READ_URL) as this store sees it, URL redacted.
     read_replicas: tuple[ReplicaState, ...] = ()
@@ -85,6 +87,7 @@ def build_status(
         lexical_reason=lexical_reason,
         embed_source=choice.source if choice else None,
         embed_model_path=str(choice.model_path) if choice and choice.model_path else None,
+        embed_int8=isinstance(embedder, FastEmbedder) and embedder.int8_queries,
         constraints_over_budget=constraints_over_budget,
         read_replicas=read_replicas,
     )
