@@ -78,9 +78,10 @@ class Settings(BaseSettings):
         "1 = most recalls per second under many concurrent callers",
     )
     embed_int8: bool = Field(
-        default=True,
-        description="embed with an int8 copy of a model loaded from a folder (made once in "
-        "HARNESS_MODEL_CACHE): ~2.7x faster per query, same recall quality (BENCHMARKS §15)",
+        default=False,
+        description="embed queries with an int8 copy of a model loaded from a folder (made "
+        "once in HARNESS_MODEL_CACHE): ~2.6x faster per query; off by default because the "
+        "lessons set lost 1-2 of 47 hits with it (BENCHMARKS §15)",
     )
     model_cache: Path = Field(
         default_factory=_default_model_cache,

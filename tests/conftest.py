@@ -131,7 +131,7 @@ def fresh_db_url(server_url: str) -> str:
 @pytest.fixture(scope="session")
 def real_embedder() -> Embedder:
     settings = Settings.from_env()
-    # As the product loads it: the int8 copy unless HARNESS_EMBED_INT8=off.
+    # As the product loads it (queries through the int8 copy only with HARNESS_EMBED_INT8=on).
     embedder, reason = load_embedder(
         settings.embed_model,
         settings.embed_model_path,

@@ -175,3 +175,21 @@ def test_a_copy_that_cannot_be_made_leaves_the_original_with_a_warning(
     quiet = choose_model(off, embedded=False)
     assert isinstance(quiet.embedder, FastEmbedder) and not quiet.embedder.int8_queries
     assert quiet.int8_fallback is None  # not asked for: nothing to say
+
+
+@pytest.mark.model
+def test_int8_queries_are_off_unless_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _model_folder()
+    monkeypatch.delenv("HARNESS_EMBED_INT8", raising=False)
+    default = Settings.from_env(embed_model_path=folder, model_cache=tmp_path / "cache")
+    assert default.embed_int8 is False
+    plain = choose_model(default, embedded=False).embedder
+    assert isinstance(plain, FastEmbedder) and not plain.int8_queries
+    assert not (tmp_path / "cache").exists()  # nothing made when not asked for
+    monkeypatch.setenv("HARNESS_EMBED_INT8", "on")
+    asked = Settings.from_env(embed_model_path=folder, model_cache=tmp_path / "cache")
+    fast = choose_model(asked, embedded=False).embedder
+    assert isinstance(fast, FastEmbedder) and fast.int8_queries
+    assert fast.embed(["a memory"]) == plain.embed(["a memory"])  # memories as before
