@@ -100,27 +100,10 @@ class CachedEmbedder:
 
     def warm(self, texts: Sequence[str], label: str) -> None:
         """Embed ``texts`` once (cached in bench/.work/cache as .npy)."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if not todo:
-            return
-        digest = hashlib.sha256(("\x00".join(todo) + self.model_name).encode()).hexdigest()[:16]
-        path = WORK / "cache" / f"{label}-{digest}.npy"
-        if path.exists():
-            vectors = np.load(path)
-        else:
-            vectors = np.asarray(self.inner.embed(todo), dtype=np.float32)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path, vectors)
-        for text, vec in zip(todo, vectors, strict=True):
-            self.memo[text] = vec
+        self._warm(self.memo, texts, label, self.model_name, self.inner.embed)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        missing = [t for t in texts if t not in self.memo]
-        if missing:
-            for text, vec in zip(missing, self.inner.embed(missing), strict=True):
-                self.memo[text] = np.asarray(vec, dtype=np.float32)
-        return [self.memo[t].tolist() for t in texts]
+        return self._memoised(self.memo, texts, self.inner.embed)
 
     def _embed_queries_now(self, texts: Sequence[str]) -> list[list[float]]:
         if isinstance(self.inner, QueryEmbedder):
@@ -130,28 +113,47 @@ class CachedEmbedder:
     def warm_queries(self, texts: Sequence[str], label: str) -> None:
         """Embed ``texts`` as the store embeds queries, once (cached as .npy, keyed by
         :attr:`query_source`)."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self.query_memo]
-        if not todo:
-            return
-        digest = hashlib.sha256(("\x00".join(todo) + self.query_source).encode()).hexdigest()[:16]
-        path = WORK / "cache" / f"{label}-queries-{digest}.npy"
-        if path.exists():
-            vectors = np.load(path)
-        else:
-            vectors = np.asarray(self._embed_queries_now(todo), dtype=np.float32)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path, vectors)
-        for text, vec in zip(todo, vectors, strict=True):
-            self.query_memo[text] = vec
+        label = f"{label}-queries"
+        self._warm(self.query_memo, texts, label, self.query_source, self._embed_queries_now)
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         """As the store's query path: the inner model's query variant, memoised."""
+        return self._memoised(self.query_memo, texts, self._embed_queries_now)
+
+    def _memoised(
+        self,
+        memo: dict[str, np.ndarray],
+        texts: Sequence[str],
+        embed: Callable[[Sequence[str]], list[list[float]]],
+    ) -> list[list[float]]:
         self.calls += 1
-        missing = [t for t in texts if t not in self.query_memo]
+        missing = [t for t in texts if t not in memo]
         if missing:
-            for text, vec in zip(missing, self._embed_queries_now(missing), strict=True):
-                self.query_memo[text] = np.asarray(vec, dtype=np.float32)
-        return [self.query_memo[t].tolist() for t in texts]
+            for text, vec in zip(missing, embed(missing), strict=True):
+                memo[text] = np.asarray(vec, dtype=np.float32)
+        return [memo[t].tolist() for t in texts]
+
+    @staticmethod
+    def _warm(
+        memo: dict[str, np.ndarray],
+        texts: Sequence[str],
+        label: str,
+        source: str,
+        embed: Callable[[Sequence[str]], list[list[float]]],
+    ) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in memo]
+        if not todo:
+            return
+        digest = hashlib.sha256(("\x00".join(todo) + source).encode()).hexdigest()[:16]
+        path = WORK / "cache" / f"{label}-{digest}.npy"
+        if path.exists():
+            vectors = np.load(path)
+        else:
+            vectors = np.asarray(embed(todo), dtype=np.float32)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, vectors)
+        for text, vec in zip(todo, vectors, strict=True):
+            memo[text] = vec
 
 
 def settle(store: MemoryStore) -> None:
