@@ -409,6 +409,13 @@ def mcp(
         config = resolve_serve_config(settings, flags)
     except InvalidInput as exc:
         raise _fail(exc) from exc
+    if config is None and workers is not None:
+        raise _fail(
+            InvalidInput(
+                "--workers: only with --http (a stdio server serves one agent in one process)",
+                fields=("--workers",),
+            )
+        )
     if config is None and (not (tenant or settings.mcp_tenant) or not (user or settings.mcp_user)):
         raise _fail(
             InvalidInput(

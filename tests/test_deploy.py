@@ -408,7 +408,9 @@ def taken_port() -> Iterator[int]:
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("case", ["port taken", "unreadable key file", "short key file"])
+@pytest.mark.parametrize(
+    "case", ["port taken", "unreadable key file", "short key file", "workers on stdio"]
+)
 def test_bad_serving_input_is_one_line_and_exit_code_2(
     case: str, taken_port: int, tmp_path: Path
 ) -> None:
@@ -420,11 +422,13 @@ def test_bad_serving_input_is_one_line_and_exit_code_2(
     elif case == "unreadable key file":
         extra |= {"HARNESS_MCP_HTTP": "127.0.0.1:1", "HARNESS_MCP_INGEST_KEY_FILE": str(tmp_path)}
         args, named = ["mcp"], "HARNESS_MCP_INGEST_KEY_FILE"
-    else:
+    elif case == "short key file":
         args, named = (
             ["mcp", "--http", "127.0.0.1:1", "--ingest-key-file", str(short)],
             ("--ingest-key-file"),
         )
+    else:
+        args, named = ["mcp", "--tenant", "t", "--user", "u", "--workers", "2"], "--workers"
     code, out = run_cli(args, cli_env(tmp_path / "home", tmp_path, **extra), timeout=60)
     lines = [line for line in out.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1, out

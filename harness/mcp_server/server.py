@@ -172,7 +172,8 @@ def build_server(
         version=__version__,
         instructions="Long-term memory for this user and project. Use recall_memories before "
         "answering questions about earlier work; use the recallset_* tools as a scratchpad "
-        "for the current task (recallset_open gives a memo handle; it is never stored).",
+        "for the current task (recallset_open gives a memo handle; memos are never stored "
+        "long-term).",
         token_verifier=verifier,
         auth=auth,
     )
