@@ -349,3 +349,27 @@ def test_a_swallowed_signal_still_releases_and_exits(tmp_path: Path) -> None:
     assert done.returncode == 128 + signal.SIGTERM
     assert marker.read_text() == "yes"
     assert time.monotonic() - started < 20
+
+
+def test_a_signal_inside_a_weakref_callback_is_not_lost(tmp_path: Path) -> None:
+    script = (
+        "import gc, os, signal, time, weakref\n"
+        "from harness.lifecycle import exit_on_signals\n"
+        "class Held: pass\n"
+        "def callback():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.3)  # the signal is handled in here, inside weakref.finalize\n"
+        "with exit_on_signals(grace_s=3):\n"
+        "    held = Held()\n"
+        "    weakref.finalize(held, callback)\n"
+        "    del held\n"
+        "    gc.collect()\n"
+        "    time.sleep(30)\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", script], timeout=60, check=False, capture_output=True, text=True
+    )
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr
+    assert time.monotonic() - started < 20  # the watchdog bounds it (3 s), not the sleep
