@@ -11,13 +11,22 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-__all__ = ["exit_on_signals", "in_swallowing_frame"]
+__all__ = ["exit_on_signals", "in_swallowing_frame", "signal_main_thread"]
 
 log = logging.getLogger(__name__)
 
 HANDLED = (signal.SIGTERM, signal.SIGINT)
 #: How soon a signal that arrived inside a weakref callback or a finaliser is sent again.
 RESIGNAL_S = 0.02
+
+
+def signal_main_thread(signum: int) -> None:
+    """Deliver ``signum`` to the main thread itself. ``os.kill`` on the process lets the
+    kernel pick any thread; Python then runs the handler only at the main thread's next
+    bytecode, which a long sleep or wait can hold back."""
+    main = threading.main_thread().ident
+    assert main is not None  # a running process always has its main thread's ident
+    signal.pthread_kill(main, signum)
 
 
 def in_swallowing_frame(frame: FrameType | None) -> bool:
@@ -72,9 +81,7 @@ def exit_on_signals(
         if in_swallowing_frame(frame):
             # Raised here, the exit would be printed as "Exception ignored" and dropped: ask
             # again once the main thread is past the callback (the watchdog still bounds it).
-            main = threading.main_thread().ident
-            assert main is not None  # the main thread is running: it is handling this
-            threading.Timer(RESIGNAL_S, signal.pthread_kill, (main, signum)).start()
+            threading.Timer(RESIGNAL_S, signal_main_thread, (signum,)).start()
             return
         raise SystemExit(128 + signum)
 

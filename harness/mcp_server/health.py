@@ -56,8 +56,8 @@ def schema_head() -> str | None:
 
 
 def embedder_mode(store: AsyncMemoryStore) -> str:
-    """``hybrid (<model>)`` (with ``, int8`` for the model's int8 copy and ``, N thread(s)
-    per model call`` when set) or ``lexical-only``."""
+    """``hybrid (<model>)`` (with ``, int8 queries`` when queries run through the model's int8
+    copy and ``, N thread(s) per model call`` when set) or ``lexical-only``."""
     if store.embedder is None:
         return "lexical-only"
     fast = store.embedder if isinstance(store.embedder, FastEmbedder) else None

@@ -208,6 +208,14 @@ def build_server(
         load.shed += 1
         return False
 
+    async def open_memo(tool: str) -> str | None:
+        """A new memo's handle, or None (logged) when the memo store is unreachable."""
+        try:
+            return await memos.open(caller())
+        except HarnessError as exc:  # the shared memo table is unreachable
+            log.warning("%s failed: %s", tool, exc)
+            return None
+
     async def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
         call = {"name": tool, "arguments": args}
         try:
@@ -268,10 +276,8 @@ def build_server(
         f"{memos.limits.idle_s / 60:.0f} minutes without use.",
     )
     async def recallset_open() -> CallToolResult:
-        try:
-            handle = await memos.open(caller())
-        except HarnessError as exc:
-            log.warning("recallset_open failed: %s", exc)
+        handle = await open_memo("recallset_open")
+        if handle is None:
             return answer(UNAVAILABLE, is_error=True)
         return answer(json.dumps({"memo": handle}))
 
@@ -299,10 +305,8 @@ def build_server(
             )
         opened = memo is None
         if memo is None:
-            try:
-                memo = await memos.open(caller())
-            except HarnessError as exc:
-                log.warning("recallset_add failed: %s", exc)
+            memo = await open_memo("recallset_add")
+            if memo is None:
                 return answer(UNAVAILABLE, is_error=True)
         result = await on_memo("recallset_add", memo, args)
         if result.is_error:

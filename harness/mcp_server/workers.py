@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from harness.lifecycle import exit_on_signals
+from harness.lifecycle import exit_on_signals, signal_main_thread
 from harness.logs import configure_logging
 from harness.mcp_server.serve_config import ServeConfig
 from harness.settings import Settings
@@ -96,7 +96,7 @@ def _stop_when_orphaned(supervisor: Connection) -> None:
     with contextlib.suppress(EOFError, OSError):
         while True:
             supervisor.recv()
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal_main_thread(signal.SIGTERM)
 
 
 async def _serve_worker(spec: WorkerSpec, sock: socket.socket, supervisor: Connection) -> None:

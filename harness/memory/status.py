@@ -42,7 +42,7 @@ class StoreStatus:
     lexical_reason: str | None = None
     embed_source: str | None = None
     embed_model_path: str | None = None
-    #: True when the model runs as its int8 copy (see :mod:`harness.memory.quantize`).
+    #: True when queries run through the model's int8 copy (:mod:`harness.memory.quantize`).
     embed_int8: bool = False
     constraints_over_budget: dict[str, int] = field(default_factory=dict)
     #: Each read replica (HARNESS_DATABASE_READ_URL) as this store sees it, URL redacted.
