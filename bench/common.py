@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from harness.memory.embedded import embedded_url
-from harness.memory.embedder import Embedder, QueryEmbedder, load_embedder
+from harness.memory.embedder import Embedder, load_embedder
 from harness.memory.store import MemoryStore, normalize_url
 from harness.settings import Settings
 
@@ -106,9 +106,10 @@ class CachedEmbedder:
         return self._memoised(self.memo, texts, self.inner.embed)
 
     def _embed_queries_now(self, texts: Sequence[str]) -> list[list[float]]:
-        if isinstance(self.inner, QueryEmbedder):
-            return self.inner.embed_queries(texts)
-        return self.inner.embed(texts)
+        # By attribute, not the QueryEmbedder protocol: a baseline checkout (bench.scale's
+        # passes) predates it, and its embedders embed queries as documents.
+        embed_queries = getattr(self.inner, "embed_queries", None)
+        return list(embed_queries(texts)) if embed_queries is not None else self.inner.embed(texts)
 
     def warm_queries(self, texts: Sequence[str], label: str) -> None:
         """Embed ``texts`` as the store embeds queries, once (cached as .npy, keyed by

@@ -6,7 +6,8 @@
 
 ``seed`` loads, through this tree's store, three databases on the private bench server: ``1k``
 (one user holding 1,000 facts), ``solo`` (one user holding 100,000) and ``spread`` (100,000 in
-one tenant over 50 users of 2,000), each with six always-on items. ``compare`` copies each into
+one tenant over 50 users of 2,000), each with six always-on items. ``--cluster spread`` adds a
+third side per round: this tree on a copy rewritten by ``MemoryStore.cluster``. ``compare`` copies each into
 a baseline database (``CREATE DATABASE ... TEMPLATE``, migrated by the baseline's own code)
 and a new one, then alternates one pass of each per round, each in a fresh process whose
 ``harness`` package is the baseline's (``--baseline-root``, a ``git archive`` of main) or this
@@ -437,6 +438,20 @@ def _vacuum_full(db: str) -> None:
         engine.dispose()
 
 
+def _cluster(db: str) -> dict[str, Any]:
+    """This tree's ``MemoryStore.cluster`` on ``db``: the layout before and after, seconds."""
+    store = _connect(db, None)
+    try:
+        report = store.cluster(lock_wait_s=10)
+    finally:
+        store.close()
+    return {
+        "seconds": round(report.seconds, 2),
+        "before": {"rows": report.before.rows, "pages": report.before.pages},
+        "after": {"rows": report.after.rows, "pages": report.after.pages},
+    }
+
+
 def compare(args: argparse.Namespace) -> dict[str, Any]:
     """Alternate baseline and new passes per case and round; medians and new/base ratios."""
     root = Path(args.baseline_root).resolve()
@@ -446,14 +461,21 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
         for side in ("base", "new"):
             _admin(f'DROP DATABASE IF EXISTS "scale_{case}_{side}" WITH (FORCE)')
             _admin(f'CREATE DATABASE "scale_{case}_{side}" TEMPLATE "scale_{case}"')
+        sides = ["base", "new"] + (["cluster"] if case in args.cluster.split(",") else [])
+        if "cluster" in sides:
+            _admin(f'DROP DATABASE IF EXISTS "scale_{case}_cluster" WITH (FORCE)')
+            _admin(f'CREATE DATABASE "scale_{case}_cluster" TEMPLATE "scale_{case}"')
+            _migrate(None, f"scale_{case}_cluster")
         _migrate(None, f"scale_{case}_new")
         if case not in args.no_vacuum.split(","):
-            for side in ("base", "new"):
+            for side in sides:
                 # Both heaps rewritten alike: the new side's rows move into their pages (0006).
                 _vacuum_full(f"scale_{case}_{side}")
-        runs: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
+        if "cluster" in sides:
+            out.setdefault("cluster_reports", {})[case] = _cluster(f"scale_{case}_cluster")
+        runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
         for r in range(args.rounds):
-            order = ("base", "new") if r % 2 == 0 else ("new", "base")
+            order = sides if r % 2 == 0 else sides[::-1]
             for side in order:
                 res = _run_pass(
                     root if side == "base" else None, f"scale_{case}_{side}", case, args
@@ -491,7 +513,11 @@ def _summary(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         if base is None or new is None:
             continue
         summary[name] = {"base": base, "new": new, "ratio": round(new / base, 3) if base else None}
-    for side in ("base", "new"):
+        clustered = med("cluster", get) if "cluster" in runs else None
+        if clustered is not None:
+            summary[name]["cluster"] = clustered
+            summary[name]["cluster_ratio"] = round(clustered / base, 3) if base else None
+    for side in runs:
         labels = {k for r in runs[side] for k in r["stages_ms_median"]}
         summary[f"stages_{side}"] = {
             k: round(statistics.median(r["stages_ms_median"].get(k, 0.0) for r in runs[side]), 3)
@@ -527,6 +553,12 @@ def main(argv: list[str] | None = None) -> None:
         default="",
         help="cases whose copies are not rewritten by VACUUM FULL (seeded with vectors already "
         "in their rows; the rewrite rebuilds a 100k HNSW index twice)",
+    )
+    p_cmp.add_argument(
+        "--cluster",
+        default="",
+        help="cases that also get a third side: this tree on a copy rewritten by "
+        "MemoryStore.cluster (each scope's rows stored together)",
     )
     p_cmp.add_argument("--out", default=str(RESULTS / "scale.json"))
     args = parser.parse_args(argv)

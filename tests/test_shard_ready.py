@@ -25,6 +25,7 @@ from harness.memory.caller import Caller
 from harness.memory.migrate import upgrade_to_head
 from harness.memory.schema import metadata
 from harness.memory.sql import console as console_sql
+from harness.memory.sql import layout as layout_sql
 from harness.memory.sql import memories as memories_sql
 from harness.memory.sql import memos as memos_sql
 from harness.memory.sql import recall as recall_sql
@@ -161,6 +162,10 @@ NOT_ROUTED = {
     "security.reset_local_role": "session setting",
     "security.set_local_role": "session setting",
     "console.BrowseFilter": "a filter value",
+    "layout.scope_pages": "layout of every tenant's rows (maintenance, multi-shard)",
+    "layout.cluster_memories": "table rewrite (maintenance; on Citus, per shard)",
+    "layout.analyze_memories": "planner statistics (maintenance)",
+    "layout.maintenance_settings": "session settings",
 }
 
 
@@ -172,6 +177,7 @@ def _builders() -> set[str]:
         "memos": memos_sql,
         "security": security_sql,
         "console": console_sql,
+        "layout": layout_sql,
         "adapter": adapter_sql,
     }
     return {

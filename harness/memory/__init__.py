@@ -20,6 +20,7 @@ from harness.errors import (
 from harness.memory.async_store import AsyncMemoryStore
 from harness.memory.caller import Caller
 from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
+from harness.memory.layout import ClusterReport, Layout
 from harness.memory.recall import Omission, RecalledItem, RecallResult
 from harness.memory.store import MemoryStore, StoreStatus
 from harness.memory.types import (
@@ -38,6 +39,7 @@ __all__ = [
     "Answer",
     "AsyncMemoryStore",
     "Caller",
+    "ClusterReport",
     "ConflictingState",
     "EmbeddingModelMismatch",
     "HarnessError",
@@ -46,6 +48,7 @@ __all__ = [
     "IncompleteRecall",
     "InvalidInput",
     "Kind",
+    "Layout",
     "Memory",
     "MemoryCandidate",
     "MemoryNotFound",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -30,6 +31,8 @@ from harness.memory import memory_ops, sql, vectors
 from harness.memory.checks import (
     as_scope,
     as_uuid,
+    check_index_memory,
+    check_lock_wait,
     check_now,
     check_reason,
     scope_key,
@@ -46,6 +49,13 @@ from harness.memory.db import translate_errors
 from harness.memory.embedder import Embedder, EmbedderChoice
 from harness.memory.guard import Guard, default_guard
 from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
+from harness.memory.layout import (
+    ClusterReport,
+    Layout,
+    cluster_action,
+    cluster_op,
+    layout_op,
+)
 from harness.memory.migrate import check_schema_current, current_revision, upgrade_to_head
 from harness.memory.ops import run_async
 from harness.memory.query_batch import QueryBatcher
@@ -402,6 +412,24 @@ class AsyncMemoryStore:
         at = now or self.clock.now()
         async with self.maintenance("purge expired") as conn:
             return await run_async(conn, memory_ops.purge_expired(at))
+
+    async def cluster(
+        self, *, lock_wait_s: float = 3.0, index_memory_mb: int | None = None
+    ) -> ClusterReport:
+        """As :meth:`MemoryStore.cluster`: rewrites the table in scope order under an
+        exclusive lock (waiting at most ``lock_wait_s`` for it; ``index_memory_mb`` for the
+        index rebuilds). Idempotent."""
+        wait_ms = check_lock_wait(lock_wait_s)
+        index_mb = check_index_memory(index_memory_mb)
+        started = time.perf_counter()
+        async with self.maintenance(cluster_action(lock_wait_s), as_owner=True) as conn:
+            before, after = await run_async(conn, cluster_op(wait_ms, index_mb))
+        return ClusterReport(before, after, time.perf_counter() - started)
+
+    async def layout(self) -> Layout:
+        """As :meth:`MemoryStore.layout`. Read-only."""
+        async with self.maintenance("read layout") as conn:
+            return await run_async(conn, layout_op())
 
     # --- recall --------------------------------------------------------------------------------
 

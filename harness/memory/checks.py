@@ -20,6 +20,8 @@ from harness.settings import Settings
 __all__ = [
     "as_scope",
     "as_uuid",
+    "check_index_memory",
+    "check_lock_wait",
     "check_now",
     "check_reason",
     "lock_name",
@@ -135,6 +137,33 @@ def check_reason(reason: str) -> str:
     if not reason.strip():
         raise InvalidInput("reason: a rejection needs a reason", fields=("reason",))
     return reason
+
+
+def check_lock_wait(seconds: float) -> int:
+    """``cluster``'s wait for the table lock, in seconds (> 0, at most an hour); returns ms."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
+        0 < seconds <= 3600
+    ):
+        raise InvalidInput(
+            "lock_wait_s: seconds to wait for the table's lock, more than 0 and at most 3600",
+            fields=("lock_wait_s",),
+        )
+    return max(1, round(seconds * 1000))
+
+
+def check_index_memory(megabytes: int | None) -> int | None:
+    """``cluster``'s memory for rebuilding indexes, in MB (1 to 1,048,576), or None."""
+    if megabytes is None:
+        return None
+    if isinstance(megabytes, bool) or not isinstance(megabytes, int) or not (
+        1 <= megabytes <= 1_048_576
+    ):
+        raise InvalidInput(
+            "index_memory_mb: whole megabytes for rebuilding indexes, 1 to 1048576 (or None: "
+            "the server's maintenance_work_mem)",
+            fields=("index_memory_mb",),
+        )
+    return megabytes
 
 
 def check_now(now: datetime | None) -> None:

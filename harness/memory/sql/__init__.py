@@ -3,12 +3,14 @@
 Tenant is the first filter of every statement that reads or changes memories. One package,
 one module per concern: the write path and reads (``memories``), recall (``recall``), run
 and ingest records (``records``), the MCP server's shared memos (``memos``), read replicas
-(``replicas``) and row-level security (``security``).
+(``replicas``), row-level security (``security``) and the table's layout (``layout``).
 """
 
 from __future__ import annotations
 
 from harness.memory.sql.columns import MEMORY_COLUMNS
+from harness.memory.sql.layout import *  # noqa: F403
+from harness.memory.sql.layout import __all__ as _layout_all
 from harness.memory.sql.memories import *  # noqa: F403
 from harness.memory.sql.memories import __all__ as _memories_all
 from harness.memory.sql.memos import *  # noqa: F403
@@ -24,6 +26,7 @@ from harness.memory.sql.security import __all__ as _security_all
 
 __all__ = [
     "MEMORY_COLUMNS",
+    *_layout_all,
     *_memories_all,
     *_memos_all,
     *_recall_all,
