@@ -3,6 +3,7 @@
     python -m bench.scale seed                  # once: the three cases' databases (minutes)
     python -m bench.scale compare --rounds 3    # baseline and new passes alternating
     python -m bench.scale pass --db X ...       # one pass (what ``compare`` runs per round)
+    python -m bench.scale cluster --case solo --index-memory 0 --index-memory 600
 
 ``seed`` loads, through this tree's store, three databases on the private bench server: ``1k``
 (one user holding 1,000 facts), ``solo`` (one user holding 100,000) and ``spread`` (100,000 in
@@ -438,11 +439,11 @@ def _vacuum_full(db: str) -> None:
         engine.dispose()
 
 
-def _cluster(db: str) -> dict[str, Any]:
+def _cluster(db: str, index_memory_mb: int | None = None) -> dict[str, Any]:
     """This tree's ``MemoryStore.cluster`` on ``db``: the layout before and after, seconds."""
     store = _connect(db, None)
     try:
-        report = store.cluster(lock_wait_s=10)
+        report = store.cluster(lock_wait_s=10, index_memory_mb=index_memory_mb)
     finally:
         store.close()
     return {
@@ -450,6 +451,22 @@ def _cluster(db: str) -> dict[str, Any]:
         "before": {"rows": report.before.rows, "pages": report.before.pages},
         "after": {"rows": report.after.rows, "pages": report.after.pages},
     }
+
+
+def time_cluster(case: str, index_memory: Sequence[int]) -> dict[str, Any]:
+    """``MemoryStore.cluster`` on a fresh copy of ``scale_<case>`` per setting (0: the
+    server's ``maintenance_work_mem``)."""
+    out: dict[str, Any] = {}
+    for mb in index_memory:
+        db = f"scale_{case}_cluster_time"
+        _admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        _admin(f'CREATE DATABASE "{db}" TEMPLATE "scale_{case}"')
+        try:
+            _migrate(None, db)
+            out[f"index_memory_mb={mb or 'server default'}"] = _cluster(db, mb or None)
+        finally:
+            _admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    return out
 
 
 def compare(args: argparse.Namespace) -> dict[str, Any]:
@@ -537,6 +554,9 @@ def main(argv: list[str] | None = None) -> None:
         "--bulk", action="store_true", help="random vectors, no HNSW index (exact path only)"
     )
     p_seed.add_argument("--baseline-root", default=str(WORK / "baseline"))
+    p_cl = sub.add_parser("cluster", help="time MemoryStore.cluster on a copy of a case")
+    p_cl.add_argument("--case", required=True)
+    p_cl.add_argument("--index-memory", type=int, action="append", default=[])
     p_pass = sub.add_parser("pass")
     p_pass.add_argument("--db", required=True)
     p_pass.add_argument("--case", required=True)
@@ -567,6 +587,8 @@ def main(argv: list[str] | None = None) -> None:
             seed_bulk(case, Path(args.baseline_root).resolve())
     elif args.cmd == "seed":
         seed(args.cases.split(","))
+    elif args.cmd == "cluster":
+        print(json.dumps(time_cluster(args.case, args.index_memory or [0]), indent=2))
     elif args.cmd == "pass":
         print(json.dumps(one_pass(args.db, args.case, args.questions, args.throughput, args.write)))
     else:

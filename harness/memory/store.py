@@ -431,7 +431,7 @@ class MemoryStore:
 
         Side effects: holds an exclusive lock on the table while it runs, so every tenant's
         reads and writes wait (recalls past their timeout degrade to empty); run it when the
-        store is quiet (about 4 s per 100k memories without the HNSW index, 18-58 s with it on
+        store is quiet (about 4 s per 100k memories without the HNSW index, 17-57 s with it on
         the benchmark machine, BENCHMARKS.md section 16). Waits at most ``lock_wait_s`` for the
         lock, then raises ``StoreUnavailable`` having changed nothing. ``index_memory_mb``
         (default: the server's ``maintenance_work_mem``) is the memory for rebuilding indexes:
