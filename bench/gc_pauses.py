@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, CachedEmbedder, percentiles
-from bench.scale import TENANT, WORKFLOW, _admin, _connect, _dataset, _migrate, _user
-from harness.memory import RecallRequest
-from harness.memory.query_cache import QueryVectorCache
+from bench.scale import _admin, _connect, _dataset, _migrate, clear_query_cache, scale_request
 
 __all__ = ["main"]
 
@@ -64,21 +62,11 @@ def run(recalls: int) -> dict[str, Any]:
     texts = [q.text for q in ds.questions]
     emb.warm_queries(texts, "gc-pauses-1k")
     store = _connect(db, emb)
-    user = _user("1k")
 
     def recall(text: str) -> float:
-        store.retriever.query_vectors = QueryVectorCache(1024)
+        clear_query_cache(store)
         started = time.perf_counter()
-        store.recall(
-            RecallRequest(
-                tenant=TENANT,
-                user_id=user,
-                workflow_id=WORKFLOW,
-                query=text,
-                budget_chars=4000,
-                max_items=30,
-            )
-        )
+        store.recall(scale_request("1k", text))
         return time.perf_counter() - started
 
     out: dict[str, Any] = {"recalls_per_phase": recalls}

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import rank_metrics
-from bench.scale import TENANT, WORK, WORKFLOW, _connect, _dataset, _user
+from bench.scale import WORK, _connect, _dataset, clear_query_cache, scale_request
 from harness.memory import RecallRequest
 from harness.memory.embedder import choose_embedder
-from harness.memory.query_cache import QueryVectorCache
 from harness.settings import Settings
 
 __all__ = ["main"]
@@ -44,14 +43,7 @@ def run(rounds: int, questions: int) -> dict[str, Any]:
     ids = json.loads((WORK / "scale_1k_ids.json").read_text())
 
     def request(text: str) -> RecallRequest:
-        return RecallRequest(
-            tenant=TENANT,
-            user_id=_user("1k"),
-            workflow_id=WORKFLOW,
-            query=text,
-            budget_chars=4000,
-            max_items=30,
-        )
+        return scale_request("1k", text)  # type: ignore[no-any-return]
 
     try:
         for store in stores.values():  # warm the pools, the plans and the models
@@ -62,7 +54,7 @@ def run(rounds: int, questions: int) -> dict[str, Any]:
         for n, key in enumerate(["model", "int8", "int8", "model"] * rounds):
             store = stores[key]
             for q in ds.questions:
-                store.retriever.query_vectors = QueryVectorCache(1024)
+                clear_query_cache(store)
                 started = time.perf_counter()
                 result = store.recall(request(q.text))
                 times[key].append(time.perf_counter() - started)

@@ -272,35 +272,42 @@ class TimedEmbedder:
                 self.clock.events.append(("embedding", t0, time.perf_counter()))
 
 
-def _clear_query_cache(store: Any) -> None:
+def clear_query_cache(store: Any) -> None:
+    """Empty the store's query-vector cache: the next recall pays for its query embedding."""
     from harness.memory.query_cache import QueryVectorCache
 
     store.retriever.query_vectors = QueryVectorCache(1024)
+
+
+def scale_request(case: str, text: str) -> Any:
+    """The recall every scale benchmark times: ``case``'s user, its workflow, 30 items."""
+    from harness.memory import RecallRequest
+
+    return RecallRequest(
+        tenant=TENANT,
+        user_id=_user(case),
+        workflow_id=WORKFLOW,
+        query=text,
+        budget_chars=4000,
+        max_items=30,
+    )
 
 
 def one_pass(
     db: str, case: str, n_questions: int, throughput_n: int, write_n: int
 ) -> dict[str, Any]:
     """Everything one pass measures on database ``db`` (see the module docstring)."""
-    from harness.memory import MemoryCandidate, RecallRequest
+    from harness.memory import MemoryCandidate
 
     emb = CachedEmbedder.load()
     clock = StageClock()
     store = _connect(db, TimedEmbedder(emb.inner, clock))
     ids = json.loads((WORK / f"scale_{case}_ids.json").read_text())
     ds = _dataset(case, n_questions)
-    user = _user(case)
     clock.attach(store)
 
     def request(text: str) -> Any:
-        return RecallRequest(
-            tenant=TENANT,
-            user_id=user,
-            workflow_id=WORKFLOW,
-            query=text,
-            budget_chars=4000,
-            max_items=30,
-        )
+        return scale_request(case, text)
 
     try:
         for q in ds.questions[:10]:  # warm the pool, the plans and the model
@@ -310,7 +317,7 @@ def one_pass(
         stages: dict[str, list[float]] = defaultdict(list)
         results = []
         for q in ds.questions:
-            _clear_query_cache(store)
+            clear_query_cache(store)
             clock.events.clear()
             c0, t0 = time.thread_time(), time.perf_counter()
             r = store.recall(request(q.text))
@@ -344,7 +351,7 @@ def one_pass(
         out["explain"] = explain(store, case, ds.questions[0].text)
         if throughput_n:
             texts = [q.text for q in ds.questions]
-            _clear_query_cache(store)
+            clear_query_cache(store)
 
             def call(i: int) -> None:
                 store.recall(request(texts[i % len(texts)] + " " * (i // len(texts) + 1)))
