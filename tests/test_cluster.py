@@ -6,6 +6,7 @@ import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -17,6 +18,7 @@ from harness.cli import app
 from harness.errors import InvalidInput, StoreUnavailable
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.checks import check_index_memory, check_lock_wait
+from harness.memory.layout import cluster_op, layout_op
 
 from .conftest import FixedClock, HashEmbedder, make_store
 from .loop_thread import LoopThread, open_async_store
@@ -212,3 +214,49 @@ def test_index_memory_is_none_or_whole_megabytes_in_range(value: object) -> None
         with pytest.raises(InvalidInput) as caught:
             check_index_memory(value)  # type: ignore[arg-type]
         assert caught.value.field == "index_memory_mb"
+
+
+class _OneRow:
+    """A result holding one layout row (what ``scope_pages`` returns)."""
+
+    def mappings(self) -> _OneRow:
+        return self
+
+    def one(self) -> dict[str, int]:
+        return {"rows": 10, "pages": 4}
+
+
+def _sql_of(op: object) -> list[str]:
+    """Drive an operation without a database; the SQL of every step, in order."""
+    from sqlalchemy.dialects import postgresql
+
+    steps: list[str] = []
+    gen: Any = op
+    try:
+        step = next(gen)
+        while True:
+            statement = step[0] if isinstance(step, tuple) else step
+            steps.append(
+                str(
+                    statement.compile(
+                        dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}
+                    )
+                )
+            )
+            step = gen.send(_OneRow())
+    except StopIteration:
+        return steps
+
+
+def test_whole_table_scans_and_the_rewrite_run_without_the_statement_timeout() -> None:
+    read = _sql_of(layout_op())
+    assert "statement_timeout" in read[0] and "'0'" in read[0]
+    assert "lock_timeout" not in read[0] and "FROM memories" in read[1]
+    rewrite = _sql_of(cluster_op(250, 64))
+    settings, first_scan = rewrite[0], rewrite[1]
+    assert "'statement_timeout', '0'" in settings
+    assert "'lock_timeout', '250ms'" in settings and "'maintenance_work_mem', '64MB'" in settings
+    assert "FROM memories" in first_scan  # measured under those settings
+    assert rewrite[2] == "CLUSTER memories USING ix_memories_readable"
+    assert rewrite[3] == "ANALYZE memories" and "FROM memories" in rewrite[4]
+    assert "maintenance_work_mem" not in _sql_of(cluster_op(250, None))[0]

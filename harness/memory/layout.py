@@ -42,17 +42,23 @@ def cluster_action(lock_wait_s: float) -> str:
 
 
 def layout_op() -> Op[Layout]:
-    """Read-only: the current :class:`Layout` (a scan of the whole table)."""
-    row = (yield sql.scope_pages()).mappings().one()
-    return Layout(rows=int(row["rows"]), pages=int(row["pages"]))
+    """Read-only: the current :class:`Layout` (a scan of the whole table, so without the
+    statement timeout)."""
+    yield sql.maintenance_settings(None, None)
+    return (yield from _measure())
 
 
 def cluster_op(lock_wait_ms: int, index_memory_mb: int | None) -> Op[tuple[Layout, Layout]]:
     """Measure, rewrite the table in scope order, refresh statistics, measure again (in the
     caller's maintenance transaction, run as the table's owner)."""
-    before = yield from layout_op()
     yield sql.maintenance_settings(lock_wait_ms, index_memory_mb)
+    before = yield from _measure()
     yield sql.cluster_memories()
     yield sql.analyze_memories()
-    after = yield from layout_op()
+    after = yield from _measure()
     return before, after
+
+
+def _measure() -> Op[Layout]:
+    row = (yield sql.scope_pages()).mappings().one()
+    return Layout(rows=int(row["rows"]), pages=int(row["pages"]))

@@ -35,15 +35,14 @@ def scope_pages() -> TextClause:
     )
 
 
-def maintenance_settings(lock_wait_ms: int, index_memory_mb: int | None) -> Select[Any]:
-    """For this transaction: wait at most ``lock_wait_ms`` for a lock (then fail, changing
-    nothing); no statement timeout (a rewrite takes as long as the table needs); and, when
-    given, ``index_memory_mb`` for rebuilding indexes (an HNSW graph built in memory is
-    several times faster than one that spills)."""
-    settings = [
-        func.set_config("lock_timeout", f"{int(lock_wait_ms)}ms", True),
-        func.set_config("statement_timeout", "0", True),
-    ]
+def maintenance_settings(lock_wait_ms: int | None, index_memory_mb: int | None) -> Select[Any]:
+    """For this transaction: no statement timeout (a scan or rewrite of the whole table takes
+    as long as the table needs); when given, wait at most ``lock_wait_ms`` for a lock (then
+    fail, changing nothing) and use ``index_memory_mb`` for rebuilding indexes (an HNSW graph
+    built in memory is several times faster than one that spills)."""
+    settings = [func.set_config("statement_timeout", "0", True)]
+    if lock_wait_ms is not None:
+        settings.append(func.set_config("lock_timeout", f"{int(lock_wait_ms)}ms", True))
     if index_memory_mb is not None:
         settings.append(func.set_config("maintenance_work_mem", f"{int(index_memory_mb)}MB", True))
     return select(*settings)
