@@ -33,10 +33,10 @@ from bench.common import RESULTS, fresh_store, server_url, settle
 from harness.console import AdminTokenFile, build_console_app
 from harness.console.backend import format_cursor
 from harness.fingerprint import fingerprint
-from harness.memory.schema import memories
-from harness.memory.sql import console as csql
-from harness.memory.store import MemoryStore
-from harness.memory.types import Kind, Status
+from harness.memory.domain.types import Kind, Status
+from harness.memory.store.sql import console as csql
+from harness.memory.store.sql.schema import memories
+from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
 from tests.console_helpers import sign_in
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import MemoryRejected
+from harness.memory.domain.types import MemoryCandidate
 from harness.memory.guard import RegexGuard, default_guard
-from harness.memory.types import MemoryCandidate
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "guard"
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -21,7 +21,7 @@ from typing import Any
 from bench.common import rank_metrics
 from bench.scale import WORK, _connect, _dataset, clear_query_cache, scale_request
 from harness.memory import RecallRequest
-from harness.memory.embedder import choose_embedder
+from harness.memory.embedding.embedder import choose_embedder
 from harness.settings import Settings
 
 __all__ = ["main"]

@@ -34,9 +34,9 @@ from typing import Any
 from bench import locomo
 from bench.common import WORK, CachedEmbedder, fresh_store, settle
 from bench.synthetic import generate
-from harness.lessons import lesson_candidate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.ranking import Scored
+from harness.memory.domain.ranking import Scored
+from harness.run.lessons import lesson_candidate
 
 DATA = Path(__file__).parent / "data"
 OUT = WORK / "judge"

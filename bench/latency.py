@@ -19,9 +19,9 @@ from bench.common import (
 )
 from bench.synthetic import Dataset, generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory import sql as memory_sql
-from harness.memory.recall import render_item
-from harness.memory.rows import memory_from_row
+from harness.memory.domain.recall import render_item
+from harness.memory.store import sql as memory_sql
+from harness.memory.store.rows import memory_from_row
 
 TENANT, USER, WORKFLOW = "bench", "u", "wf"
 ALWAYS = [

@@ -16,7 +16,7 @@ from typing import Any
 
 from bench.common import CachedEmbedder, fresh_store
 from harness.memory import MemoryCandidate, RecallRequest
-from harness.memory.ranking import RankingConfig
+from harness.memory.domain.ranking import RankingConfig
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 TENANT = "locomo"

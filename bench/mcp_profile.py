@@ -42,7 +42,7 @@ from bench.common import RESULTS, CachedEmbedder, fresh_store
 from bench.soak import DETAILS, TOPICS, free_port, seed, start_server, stop_server
 from harness.mcp_server import Identity, TokenFile, build_server
 from harness.memory import AsyncMemoryStore
-from harness.memory.types import RecallRequest
+from harness.memory.domain.types import RecallRequest
 
 __all__ = ["main"]
 

@@ -46,8 +46,8 @@ class Target:
 #: of a database test run per mutant); the SQL filter needs the database tests.
 MODULES: dict[str, Target] = {
     "recall (assembly)": Target(
-        ("harness/memory/recall.py",),
-        ("harness.memory.recall.*",),
+        ("harness/memory/domain/recall.py",),
+        ("harness.memory.domain.recall.*",),
         (
             "tests/test_recall_rules.py",
             "tests/test_ordering_property.py",
@@ -60,13 +60,13 @@ MODULES: dict[str, Target] = {
         ),
     ),
     "ranking": Target(
-        ("harness/memory/ranking.py",),
-        ("harness.memory.ranking.*",),
+        ("harness/memory/domain/ranking.py",),
+        ("harness.memory.domain.ranking.*",),
         ("tests/test_fusion.py", "tests/test_ranking_rules.py", "-m", "not db"),
     ),
     "judge features": Target(
-        ("harness/memory/judge.py",),
-        ("harness.memory.judge.*",),
+        ("harness/memory/domain/judge.py",),
+        ("harness.memory.domain.judge.*",),
         (
             "tests/test_judge.py",
             "tests/test_judge_rules.py",
@@ -91,10 +91,10 @@ MODULES: dict[str, Target] = {
         ("tests/test_recallset.py", "tests/test_recallset_rules.py"),
     ),
     "sql readable filter": Target(
-        ("harness/memory/sql/recall.py",),
+        ("harness/memory/store/sql/retrieval.py",),
         (
-            "harness.memory.sql.recall.x_readable_filter*",
-            "harness.memory.sql.recall.x_readable_params*",
+            "harness.memory.store.sql.retrieval.x_readable_filter*",
+            "harness.memory.store.sql.retrieval.x_readable_params*",
         ),
         ("tests/test_readable_filter.py",),
         database=True,
@@ -125,16 +125,16 @@ EQUIVALENT: dict[str, str] = {
     "harness.fingerprint.x_fingerprint__mutmut_5": (
         'encode("UTF-8"): codec names are case-insensitive, the same bytes'
     ),
-    "harness.memory.recall.x_precedence_winner__mutmut_23": (
+    "harness.memory.domain.recall.x_precedence_winner__mutmut_23": (
         "prefer_broad=None: only read as a condition, falsy like False"
     ),
-    "harness.memory.recall.x_assemble__mutmut_46": (
+    "harness.memory.domain.recall.x_assemble__mutmut_46": (
         "incomplete = None: only read as a condition, falsy like False"
     ),
-    "harness.memory.ranking.x_fuse__mutmut_30": (
+    "harness.memory.domain.ranking.x_fuse__mutmut_30": (
         "score = instead of +=: the vector term is the first added to 0.0, the same float"
     ),
-    "harness.memory.ranking.x_fuse__mutmut_69": (
+    "harness.memory.domain.ranking.x_fuse__mutmut_69": (
         "tie-break by str(None): the sort is stable over a list already ordered by id"
     ),
     "harness.recallset.core.xǁRecallSetǁ_push__mutmut_5": (
@@ -152,52 +152,52 @@ EQUIVALENT: dict[str, str] = {
     "harness.recallset.core.xǁRecallSetǁ_push__mutmut_9": (
         "compaction threshold 4n+65: a later rebuild; stale entries are skipped when popped anyway"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_4": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_4": (
         "platform branch without its scope test: the schema's CHECK scope_id makes an empty scope id mean platform"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_5": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_5": (
         "platform branch without its empty-id test: the schema's CHECK scope_id gives every platform row the empty id"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_16": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_16": (
         "r_user without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_18": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_18": (
         "r_user without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_29": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_29": (
         "r_workflow without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_31": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_31": (
         "r_workflow without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_42": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_42": (
         "r_session without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_44": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_44": (
         "r_session without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_57": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_57": (
         "r_tenant without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_59": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_59": (
         "r_tenant without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_69": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_69": (
         "r_now without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.sql.recall.x_readable_filter__mutmut_71": (
+    "harness.memory.store.sql.retrieval.x_readable_filter__mutmut_71": (
         "r_now without its explicit type: a bound value compared to a column takes the column's type, the compiled SQL is identical"
     ),
-    "harness.memory.recall.x_order_key__mutmut_9": (
+    "harness.memory.domain.recall.x_order_key__mutmut_9": (
         "non-constraints keyed 2 instead of 1: the first component still puts constraints first"
     ),
-    "harness.memory.recall.x_order_key__mutmut_13": (
+    "harness.memory.domain.recall.x_order_key__mutmut_13": (
         "non-constraints' second component 1 instead of 0: only compared among non-constraints"
     ),
-    "harness.memory.judge.x__sigmoid__mutmut_1": (
+    "harness.memory.domain.judge.x__sigmoid__mutmut_1": (
         "z > 0 instead of z >= 0: at z = 0 both branches give 0.5"
     ),
-    "harness.memory.judge.x__sigmoid__mutmut_2": (
+    "harness.memory.domain.judge.x__sigmoid__mutmut_2": (
         "z >= 1 instead of z >= 0: e/(1+e) and 1/(1+e^-z) are the same function"
     ),
 }
@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "HARNESS_MUTATION": "1"}  # the tests' hypothesis profile
         env.setdefault("HARNESS_HOME", str(home / "harness-home"))
         if any(MODULES[label].database for label in labels):
-            from harness.memory.embedded import embedded_url
+            from harness.memory.store.embedded import embedded_url
 
             env["HARNESS_TEST_DATABASE_URL"] = embedded_url(home)
         model = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx"

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from bench.common import RESULTS, server_url
-from harness.memory.connecting import engine_options, watch_pooled_connections
+from harness.memory.store.connect import engine_options, watch_pooled_connections
 from harness.settings import Settings
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from bench.common import CachedEmbedder, fresh_store, rank_metrics, settle
 from bench.synthetic import Dataset, generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.ranking import RankingConfig
-from harness.memory.types import Kind
+from harness.memory.domain.ranking import RankingConfig
+from harness.memory.domain.types import Kind
 
 TENANT, USER = "quality", "u"
 MODES = ("hybrid", "vector", "lexical")

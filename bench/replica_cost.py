@@ -27,7 +27,7 @@ import sqlalchemy as sa
 
 from bench.synthetic import generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.migrate import upgrade_to_head
+from harness.memory.store.migrate import upgrade_to_head
 from harness.settings import Settings
 from tests.pg_replica import primary_with_replica
 

@@ -24,8 +24,8 @@ from sqlalchemy.engine import Connection
 from bench.common import CachedEmbedder, fresh_store, settle
 from bench.synthetic import generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.db import translate_errors
-from harness.memory.rls import assume_app_role
+from harness.memory.store.db import translate_errors
+from harness.memory.store.rls import assume_app_role
 from harness.settings import Settings
 
 RESULTS = Path(__file__).parent / "results" / "rls_cost.json"

@@ -147,7 +147,7 @@ def seed_bulk(case: str, baseline_root: Path) -> None:
     import numpy as np
 
     from harness.fingerprint import fingerprint
-    from harness.memory.schema import memories
+    from harness.memory.store.sql.schema import memories
 
     n, users = CASES[case]
     ds = _dataset(case)
@@ -274,7 +274,7 @@ class TimedEmbedder:
 
 def clear_query_cache(store: Any) -> None:
     """Empty the store's query-vector cache: the next recall pays for its query embedding."""
-    from harness.memory.query_cache import QueryVectorCache
+    from harness.memory.embedding.query_cache import QueryVectorCache
 
     store.retriever.query_vectors = QueryVectorCache(1024)
 

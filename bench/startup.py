@@ -11,7 +11,7 @@ import tempfile
 
 CODE = (
     "import time, pathlib; t = time.perf_counter(); "
-    "from harness.memory.embedded import embedded_url; "
+    "from harness.memory.store.embedded import embedded_url; "
     "embedded_url(pathlib.Path({home!r})); print(time.perf_counter() - t)"
 )
 

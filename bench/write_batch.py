@@ -59,7 +59,7 @@ def one_pass(db: str, n: int) -> dict[str, Any]:
     from bench.common import fresh_store
     from bench.synthetic import generate
     from harness.memory import MemoryCandidate
-    from harness.memory.embedder import load_embedder
+    from harness.memory.embedding.embedder import load_embedder
     from harness.settings import Settings
 
     settings = Settings.from_env()

@@ -20,9 +20,9 @@ from typing import Any
 import httpx2
 from anthropic import Anthropic
 
-from harness.engine import Verdict
 from harness.integrations.anthropic_memory import LAYOUT, HarnessMemoryTool
 from harness.memory import MemoryStore
+from harness.run.engine import Verdict
 
 TASK = "Write the quarterly revenue summary for the board"
 FEEDBACK = "Every figure needs its source year in brackets, e.g. 4.2M (2025)."

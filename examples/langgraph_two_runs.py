@@ -20,9 +20,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, MessagesState, StateGraph
 
-from harness.engine import Verdict
 from harness.integrations.langgraph import HarnessStore, recall_node, remember
 from harness.memory import MemoryStore
+from harness.run.engine import Verdict
 
 TASK = "Write the quarterly revenue summary for the board"
 FEEDBACK = "Every figure needs its source year in brackets, e.g. 4.2M (2025)."

@@ -1,5 +1,5 @@
 """Alembic environment and versions of harness-memory (shipped in the wheel as
-``harness/_migrations``; see ``harness.memory.migrate.MIGRATIONS_DIR``)."""
+``harness/_migrations``; see ``harness.memory.store.migrate.MIGRATIONS_DIR``)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ from alembic import context
 from sqlalchemy import create_engine, pool, text
 from sqlalchemy.engine import Connection
 
-from harness.memory.schema import metadata
-from harness.memory.sql import APP_ROLE
+from harness.memory.store.sql import APP_ROLE
+from harness.memory.store.sql.schema import metadata
 
 # Any constant works; it only has to be the same for every process migrating this database.
 MIGRATION_LOCK_KEY = 0x6861726E657373  # "harness"

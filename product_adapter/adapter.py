@@ -21,8 +21,8 @@ from sqlalchemy.engine import Connection
 from harness.clock import Clock
 from harness.errors import HarnessError, InvalidInput
 from harness.identifiers import check_identifier
-from harness.memory.store import MemoryStore
-from harness.memory.types import Memory, Scope
+from harness.memory.domain.types import Memory, Scope
+from harness.memory.store.sync import MemoryStore
 from product_adapter import sql
 from product_adapter.spool import CleanupSpool
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Insert, Select, Update, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from harness.memory.schema import cleanup_tasks
+from harness.memory.store.sql.schema import cleanup_tasks
 
 __all__ = ["claim_next", "count_open", "enqueue", "mark_done", "mark_failed"]
 

@@ -17,10 +17,10 @@ from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
 from harness.clock import FixedClock
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.embedder import Embedder, load_embedder
-from harness.memory.migrate import upgrade_to_head
-from harness.memory.store import MemoryStore, normalize_url
+from harness.memory.embedding.embedder import Embedder, load_embedder
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.migrate import upgrade_to_head
+from harness.memory.store.sync import MemoryStore, normalize_url
 from harness.settings import Settings
 from tests.loop_thread import LoopThread, open_async_store
 
@@ -73,7 +73,7 @@ def _server_url(tmp_root: Path) -> str:
     explicit = os.environ.get("HARNESS_TEST_DATABASE_URL")
     if explicit:
         return normalize_url(explicit)
-    from harness.memory.embedded import embedded_url
+    from harness.memory.store.embedded import embedded_url
 
     return normalize_url(embedded_url(tmp_root / "harness-home"))
 

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from harness.clock import FixedClock
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.types import Memory
+from harness.memory.domain.types import Memory
 
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 XSS = "<script>alert(1)</script>"

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.memory import AsyncMemoryStore, MemoryStore
-from harness.memory.embedder import Embedder
+from harness.memory.embedding.embedder import Embedder
 from harness.settings import Settings
 from tests.conftest import UNREACHABLE_URL
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from harness.clock import Clock
 from harness.memory import AsyncMemoryStore
-from harness.memory.embedder import Embedder
+from harness.memory.embedding.embedder import Embedder
 from harness.settings import Settings
 
 T = TypeVar("T")

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.migrate import head_revision
+from harness.memory.store.migrate import head_revision
 
 runner = CliRunner()
 

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.errors import InvalidInput, StoreUnavailable
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.checks import check_index_memory, check_lock_wait
-from harness.memory.layout import cluster_op, layout_op
+from harness.memory.store.checks import check_index_memory, check_lock_wait
+from harness.memory.store.ops.layout import cluster_op, layout_op
 
 from .conftest import FixedClock, HashEmbedder, make_store
 from .loop_thread import LoopThread, open_async_store

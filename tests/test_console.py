@@ -20,7 +20,7 @@ from harness.clock import FixedClock
 from harness.console import AdminTokenFile, build_console_app, console_mount
 from harness.console.app import BROWSE_PAGE
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.types import RecallRequest, Status
+from harness.memory.domain.types import RecallRequest, Status
 from product_adapter.sql import enqueue
 from tests.console_helpers import XSS, Seeded, csrf_of, other_tenant, seed, sign_in
 

@@ -38,7 +38,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from harness.clock import FixedClock
 from harness.console import AdminTokenFile, build_console_app
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.types import Status
+from harness.memory.domain.types import Status
 from tests.console_helpers import seed
 
 CHROMIUM = Path("/usr/bin/chromium")

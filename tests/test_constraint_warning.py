@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.throttle import OncePerInterval
-from harness.memory.types import RecallRequest
+from harness.memory.domain.types import RecallRequest
+from harness.memory.store.throttle import OncePerInterval
 
 
 class Clock:

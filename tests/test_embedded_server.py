@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.embedded import (
+from harness.memory.store.embedded import (
     embedded_url,
     live_handle_pids,
     postmaster_pid,
@@ -119,7 +119,7 @@ import ctypes, os, signal, sys, time
 from pathlib import Path
 import psutil
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.embedded import postmaster_pid, release_embedded
+from harness.memory.store.embedded import postmaster_pid, release_embedded
 from harness.settings import Settings
 
 # Adopt orphans and never reap them: a container whose PID 1 is no init process.

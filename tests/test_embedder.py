@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import EmbeddingModelMismatch, InvalidInput
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.embedder import Embedder, load_embedder
+from harness.memory.embedding.embedder import Embedder, load_embedder
 from harness.settings import Settings
 
 from .conftest import HashEmbedder
@@ -104,7 +104,7 @@ def test_reembed_rebuilds_a_lessons_context_vector(fresh_db_url: str, tenant: st
     with the new model, not leave it NULL or from the old one."""
     import sqlalchemy as sa
 
-    from harness.lessons import lesson_candidate
+    from harness.run.lessons import lesson_candidate
 
     first = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-a"))
     lesson = first.write(
@@ -162,8 +162,8 @@ def test_embed_threads_reach_the_model_and_keep_its_vectors(
 ) -> None:
     """``HARNESS_EMBED_THREADS`` sets onnxruntime's threads per call; the vectors stay the
     model's (one thread or one per core give the same numbers)."""
-    from harness.memory.embedder import FastEmbedder
-    from harness.memory.model_choice import choose_model
+    from harness.memory.embedding.embedder import FastEmbedder
+    from harness.memory.embedding.model_choice import choose_model
 
     monkeypatch.setenv("HARNESS_EMBED_THREADS", "1")
     settings = Settings.from_env(home=tmp_path)

@@ -14,10 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from harness import Engine, RunInput, RunOutcome, Verdict
-from harness.engine import EngineConfig
 from harness.errors import InvalidInput
-from harness.extract import ExtractionContext, OpenAIExtractor, RuleExtractor
-from harness.lessons import is_concrete_feedback, lesson_key
 from harness.mcp_server.identity import Identity
 from harness.memory import (
     AsyncMemoryStore,
@@ -29,6 +26,9 @@ from harness.memory import (
     Status,
 )
 from harness.recallset import RecallSet
+from harness.run.engine import EngineConfig
+from harness.run.extract import ExtractionContext, OpenAIExtractor, RuleExtractor
+from harness.run.lessons import is_concrete_feedback, lesson_key
 
 from .conftest import unreachable_store
 

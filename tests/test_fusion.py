@@ -1,6 +1,6 @@
 """Hybrid fusion: the full-text rank counts even when vectors exist.
 
-Unit tests of the pure reciprocal rank fusion (``harness.memory.ranking.fuse``), and one end
+Unit tests of the pure reciprocal rank fusion (``harness.memory.domain.ranking.fuse``), and one end
 to end with the real model: a rare identifier that only full text finds, among more than
 top-N vector-similar distractors. The floor is off here (``use_floor=False``): these tests
 are about ranking, the relevance judge has its own.
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.ranking import RankingConfig, Scored, fuse
+from harness.memory.domain.ranking import RankingConfig, Scored, fuse
 
 TOP_N = 8
 RANKING = RankingConfig(top_n=TOP_N, use_floor=False)

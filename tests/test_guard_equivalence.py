@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import MemoryCandidate
+from harness.memory.domain.types import Source
 from harness.memory.guard import default_guard, injection, normalise, ruleset, secrets, vendors
 from harness.memory.guard.variants import (
     CASE_ODD,
@@ -30,7 +31,6 @@ from harness.memory.guard.variants import (
     reads_lowered,
     split_alternatives,
 )
-from harness.memory.types import Source
 from tests.guard_oracle import default_guard as oracle_guard
 from tests.guard_oracle import normalise as oracle_normalise
 from tests.guard_oracle import vendors as oracle_vendors

@@ -29,7 +29,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from harness.engine import Verdict
 from harness.errors import InvalidInput
 from harness.integrations._memory_files import FileError, MemoryFiles, RunIdentity
 from harness.integrations.anthropic_memory import AsyncHarnessMemoryTool, HarnessMemoryTool
@@ -42,8 +41,9 @@ from harness.memory import (
     Scope,
     Status,
 )
-from harness.memory.types import Source
+from harness.memory.domain.types import Source
 from harness.recallset import Mark, RecallSet
+from harness.run.engine import Verdict
 from tests.conftest import HashEmbedder
 from tests.loop_thread import open_async_store
 

@@ -24,7 +24,6 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph.store.base import BaseStore
 
-from harness.engine import Verdict
 from harness.errors import InvalidInput, MemoryRejected
 from harness.integrations import langgraph as hlg
 from harness.integrations._lg_mapping import (
@@ -39,6 +38,7 @@ from harness.integrations._lg_mapping import (
 )
 from harness.memory import AsyncMemoryStore, Kind, MemoryStore, Scope, Status
 from harness.recallset import RecallSet
+from harness.run.engine import Verdict
 from tests.conftest import HashEmbedder, unreachable_store
 from tests.loop_thread import open_async_store
 

@@ -15,7 +15,6 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.engine import Verdict
 from harness.errors import InvalidInput
 from harness.integrations.openai_agents import (
     MemoryRun,
@@ -24,6 +23,7 @@ from harness.integrations.openai_agents import (
     with_memory,
 )
 from harness.memory import AsyncMemoryStore, MemoryStore, Scope
+from harness.run.engine import Verdict
 from tests.conftest import unreachable_store
 from tests.integration_support import (  # noqa: F401 (fixtures)
     LESSON_FEEDBACK,

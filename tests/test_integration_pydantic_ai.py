@@ -24,9 +24,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from harness.engine import Verdict
 from harness.integrations.pydantic_ai import MemoryRun, memory_toolset
 from harness.memory import AsyncMemoryStore, MemoryStore, Scope
+from harness.run.engine import Verdict
 from tests.conftest import unreachable_store
 from tests.integration_support import (  # noqa: F401 (fixtures)
     LESSON_FEEDBACK,

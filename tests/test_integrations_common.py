@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.engine import Verdict
 from harness.errors import ConflictingState, InvalidInput
-from harness.extract import RuleExtractor
 from harness.integrations.common import MemoryRun, recallset_tool_specs
 from harness.memory import AsyncMemoryStore, Kind, Scope
 from harness.recallset import TOOL_DEFINITIONS
+from harness.run.engine import Verdict
+from harness.run.extract import RuleExtractor
 from tests.conftest import unreachable_store
 from tests.integration_support import (  # noqa: F401 (fixtures)
     LESSON_FEEDBACK,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput
 from harness.memory import RecallRequest
-from harness.memory.judge import (
+from harness.memory.domain.judge import (
     EVIDENCE_FEATURES,
     JudgeModel,
     JudgeParams,
@@ -22,8 +22,8 @@ from harness.memory.judge import (
     features,
     query_stats,
 )
-from harness.memory.judge_params import PARAMS
-from harness.memory.ranking import RankingConfig, Scored, fuse
+from harness.memory.domain.judge_params import PARAMS
+from harness.memory.domain.ranking import RankingConfig, Scored, fuse
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 sims = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)

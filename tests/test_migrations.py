@@ -12,8 +12,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from harness.memory.migrate import alembic_config, downgrade, head_revision, upgrade_to_head
-from harness.memory.schema import metadata
+from harness.memory.store.migrate import alembic_config, downgrade, head_revision, upgrade_to_head
+from harness.memory.store.sql.schema import metadata
 
 TABLES = {
     "memories",

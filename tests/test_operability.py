@@ -19,7 +19,7 @@ import httpx
 import psutil
 import pytest
 
-from harness.memory.embedded import live_handle_pids, postmaster_pid
+from harness.memory.store.embedded import live_handle_pids, postmaster_pid
 
 CLI = [sys.executable, "-m", "harness.cli"]
 
@@ -200,7 +200,7 @@ def test_lexical_decision_is_bounded_even_when_the_hub_hangs(
 ) -> None:
     script = (
         "import time, fastembed\n"
-        "from harness.memory.embedder import choose_embedder\n"
+        "from harness.memory.embedding.embedder import choose_embedder\n"
         "t = time.perf_counter()\n"
         "c = choose_embedder('sentence-transformers/all-MiniLM-L6-v2', None)\n"
         "print(c.embedder is None, round(time.perf_counter() - t, 3))\n"
@@ -334,7 +334,7 @@ def test_a_swallowed_signal_still_releases_and_exits(tmp_path: Path) -> None:
     script = (
         "import os, signal, time\n"
         "from pathlib import Path\n"
-        "from harness.lifecycle import exit_on_signals\n"
+        "from harness.shutdown import exit_on_signals\n"
         f"marker = Path({str(marker)!r})\n"
         "with exit_on_signals(last_resort=lambda: marker.write_text('yes'), grace_s=0.5):\n"
         "    try:\n"
@@ -354,7 +354,7 @@ def test_a_swallowed_signal_still_releases_and_exits(tmp_path: Path) -> None:
 def test_a_signal_inside_a_weakref_callback_is_not_lost(tmp_path: Path) -> None:
     script = (
         "import gc, os, signal, time, weakref\n"
-        "from harness.lifecycle import exit_on_signals\n"
+        "from harness.shutdown import exit_on_signals\n"
         "class Held: pass\n"
         "def callback():\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"

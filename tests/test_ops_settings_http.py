@@ -24,7 +24,6 @@ from starlette.routing import Route
 
 from harness.cli import app
 from harness.errors import InvalidInput
-from harness.extract import ExtractionContext, OpenAIExtractor
 from harness.mcp_server import Identity, TokenFile, TokenFileVerifier
 from harness.mcp_server.http import (
     HttpOptions,
@@ -33,6 +32,7 @@ from harness.mcp_server.http import (
     uvicorn_config,
 )
 from harness.memory import MemoryCandidate, MemoryStore
+from harness.run.extract import ExtractionContext, OpenAIExtractor
 from harness.settings import Settings
 
 # --- settings ------------------------------------------------------------------------------------

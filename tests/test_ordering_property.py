@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.memory.recall import Candidate, assemble, order_key
-from harness.memory.types import SCOPE_BREADTH, Kind, Memory, Scope, Source, Status
+from harness.memory.domain.recall import Candidate, assemble, order_key
+from harness.memory.domain.types import SCOPE_BREADTH, Kind, Memory, Scope, Source, Status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCOPE_IDS = {Scope.SESSION: "s", Scope.WORKFLOW: "w", Scope.USER: "u", Scope.PLATFORM: ""}

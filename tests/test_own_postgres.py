@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 from harness.cli import app as cli_app
 from harness.errors import InvalidInput, StoreMisconfigured, StoreUnavailable
 from harness.memory import Answer, IdempotencyOutcome, Idempotent
-from harness.memory.db import diagnose, normalize_url
-from harness.memory.migrate import head_revision
-from harness.memory.store import MemoryStore
+from harness.memory.store.db import diagnose, normalize_url
+from harness.memory.store.migrate import head_revision
+from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
 from tests.pg_tcp import TcpServer, tcp_server
 

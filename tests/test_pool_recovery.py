@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from harness.clock import FixedClock
 from harness.memory import AsyncMemoryStore, MemoryCandidate, RecallRequest
-from harness.memory.connecting import engine_options
+from harness.memory.store.connect import engine_options
 from harness.settings import Settings
 
 from .conftest import HashEmbedder, make_store

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.pool_sizes import PoolSizes
+from harness.memory.store.pool_sizes import PoolSizes
 
 
 class Ticker:

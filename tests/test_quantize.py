@@ -15,9 +15,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.memory.embedder import FastEmbedder, choose_embedder
-from harness.memory.model_choice import choose_model
-from harness.memory.quantize import MODEL_FILE, int8_copy, int8_copy_path
+from harness.memory.embedding.embedder import FastEmbedder, choose_embedder
+from harness.memory.embedding.model_choice import choose_model
+from harness.memory.embedding.quantize import MODEL_FILE, int8_copy, int8_copy_path
 from harness.settings import Settings
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.memory.query_batch import BlockingQueryBatcher, QueryBatcher
+from harness.memory.embedding.query_batch import BlockingQueryBatcher, QueryBatcher
 
 
 class Model:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from harness.memory import MemoryCandidate, MemoryStore
-from harness.memory.query_cache import QueryVectorCache
-from harness.memory.types import RecallRequest
+from harness.memory.domain.types import RecallRequest
+from harness.memory.embedding.query_cache import QueryVectorCache
 
 
 def test_lru_keeps_the_most_recent_and_counts() -> None:

@@ -1,4 +1,4 @@
-"""The rules of ``harness.memory.ranking`` one by one, with a judge whose answer is known.
+"""The rules of ``harness.memory.domain.ranking`` one by one, with a judge whose answer is known.
 
 Pure (no database, no model). ``fuse`` is tested with a stand-in judge that answers each
 candidate's ``coverage`` as its probability and records what it was asked, so each rule of the
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.memory.judge import (
+from harness.memory.domain.judge import (
     Judgement,
     JudgeModel,
     JudgeParams,
@@ -25,7 +25,7 @@ from harness.memory.judge import (
     default_judge,
     query_stats,
 )
-from harness.memory.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
+from harness.memory.domain.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 
 HYBRID_BAR = 0.6
 LEXICAL_BAR = 0.3

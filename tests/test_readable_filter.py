@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from harness.memory.schema import memories
-from harness.memory.sql.recall import readable_filter, readable_params
+from harness.memory.store.sql.retrieval import readable_filter, readable_params
+from harness.memory.store.sql.schema import memories
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TICK = timedelta(microseconds=1)

@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 import pytest
 
 from harness.errors import IncompleteRecall
-from harness.memory.recall import (
+from harness.memory.domain.recall import (
     Candidate,
     TraceEntry,
     assemble,
     precedence_winner,
     render_item,
 )
-from harness.memory.types import Kind, Memory, Scope, Source, Status
+from harness.memory.domain.types import Kind, Memory, Scope, Source, Status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -86,7 +86,7 @@ def test_incomplete_recall_names_exactly_the_constraints_left_out(
     cands = [Candidate(placed), Candidate(too_long), Candidate(long_fact)]
     limits = {"budget_chars": 5000, "max_items": 10, "max_item_chars": 200}
     # Logged at debug per recall; the retriever warns once per caller and interval.
-    with caplog.at_level(logging.DEBUG, logger="harness.memory.recall"):
+    with caplog.at_level(logging.DEBUG, logger="harness.memory.domain.recall"):
         r = assemble(cands, **limits)
     assert r.complete is False
     assert [i.memory.id for i in r.items] == [placed.id]

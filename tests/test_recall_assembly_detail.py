@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from harness.errors import IncompleteRecall
-from harness.memory.recall import (
+from harness.memory.domain.recall import (
     Candidate,
     Omission,
     RecalledItem,
@@ -25,7 +25,7 @@ from harness.memory.recall import (
     order_key,
     render_item,
 )
-from harness.memory.types import Kind, Memory, Origin, Scope, Source, Status
+from harness.memory.domain.types import Kind, Memory, Origin, Scope, Source, Status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -168,7 +168,7 @@ def test_an_incomplete_recall_logs_the_missing_constraints_and_strict_raises(
     pref = memory(5, Scope.USER, Kind.PREFERENCE, "p" * 300)
     cands = [Candidate(m) for m in (small, huge, loser, huge2, pref)]
     limits = {"budget_chars": 1000, "max_items": 10, "max_item_chars": 100}
-    with caplog.at_level(logging.DEBUG, logger="harness.memory.recall"):
+    with caplog.at_level(logging.DEBUG, logger="harness.memory.domain.recall"):
         r = assemble(cands, **limits)  # type: ignore[arg-type]
     assert not r.complete
     assert [o.memory_id for o in r.omitted] == [loser.id, huge.id, huge2.id, pref.id]
@@ -197,7 +197,7 @@ def test_full_ties_are_broken_by_id_whatever_the_input_order() -> None:
 
 def test_a_complete_recall_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
     pref = memory(3, Scope.USER, Kind.PREFERENCE, "p" * 300)
-    with caplog.at_level(logging.DEBUG, logger="harness.memory.recall"):
+    with caplog.at_level(logging.DEBUG, logger="harness.memory.domain.recall"):
         r = assemble([Candidate(pref)], budget_chars=1000, max_items=10, max_item_chars=100)
     assert r.complete
     assert caplog.records == []

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.memory.sql import relevance_scores
-from harness.memory.types import Scope
+from harness.memory.domain.types import Scope
+from harness.memory.store.sql import relevance_scores
 
 ORDER = [
     "id", "scope", "kind", "sim", "content_sim", "context_sim", "vrank",

@@ -9,9 +9,9 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.memory.recall import Candidate, Head, RecallResult, assemble
-from harness.memory.rows import head_from_row, memory_from_row
-from harness.memory.types import Kind, Memory, Origin, Scope, Source
+from harness.memory.domain.recall import Candidate, Head, RecallResult, assemble
+from harness.memory.domain.types import Kind, Memory, Origin, Scope, Source
+from harness.memory.store.rows import head_from_row, memory_from_row
 from tests.test_ordering_property import memory as ordered_memory
 
 

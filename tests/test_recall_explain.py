@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from harness.memory.recall import RecallResult, TraceEntry
+from harness.memory.domain.recall import RecallResult, TraceEntry
 
 
 def test_empty_result_of_a_healthy_store() -> None:

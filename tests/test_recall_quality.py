@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.synthetic import generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.types import Kind
+from harness.memory.domain.types import Kind
 
 
 def test_hit_rate_and_negative_abstain(semantic_store: MemoryStore, tenant: str) -> None:

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.errors import IncompleteRecall
-from harness.memory.recall import Candidate, RecallResult, assemble, render_item
-from harness.memory.types import SCOPE_BREADTH, Kind, Memory, Scope, Source, Status
+from harness.memory.domain.recall import Candidate, RecallResult, assemble, render_item
+from harness.memory.domain.types import SCOPE_BREADTH, Kind, Memory, Scope, Source, Status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCOPE_IDS = {Scope.SESSION: "s", Scope.WORKFLOW: "w", Scope.USER: "u", Scope.PLATFORM: ""}
@@ -255,7 +255,7 @@ def test_platform_constraint_beats_session_preference_and_user_constraint() -> N
 def test_unplaceable_constraint_is_incomplete_and_strict_raises(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="harness.memory.recall")
+    caplog.set_level(logging.DEBUG, logger="harness.memory.domain.recall")
     big = _mem(1, Scope.PLATFORM, Kind.CONSTRAINT, None, "x" * 300)
     small = _mem(2, Scope.USER, Kind.PREFERENCE, None, "short")
     r = assemble(

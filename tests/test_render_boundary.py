@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.recall import Candidate, assemble, render_item
-from harness.memory.types import Kind, Memory, Origin, Scope, Source, Status
+from harness.memory.domain.recall import Candidate, assemble, render_item
+from harness.memory.domain.types import Kind, Memory, Origin, Scope, Source, Status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCOPE_IDS = {Scope.SESSION: "s", Scope.WORKFLOW: "w", Scope.USER: "u", Scope.PLATFORM: ""}

@@ -15,8 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from sqlalchemy import exc as sa_exc
 
 from harness.errors import InvalidInput
-from harness.memory.read_routing import _replica_fault, read_router
-from harness.memory.replicas import ReadRouter, lsn_int, lsn_text, parse_read_urls
+from harness.memory.store.read_routing import _replica_fault, read_router
+from harness.memory.store.replicas import ReadRouter, lsn_int, lsn_text, parse_read_urls
 from harness.settings import Settings
 from tests.conftest import UNREACHABLE_URL
 from tests.facades import KINDS, open_facade

@@ -19,8 +19,8 @@ import sqlalchemy as sa
 
 from harness.errors import StoreMisconfigured, StoreUnavailable
 from harness.memory import AsyncMemoryStore, MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.idempotency import Answer
-from harness.memory.migrate import upgrade_to_head
+from harness.memory.domain.idempotency import Answer
+from harness.memory.store.migrate import upgrade_to_head
 from harness.settings import Settings
 from tests.conftest import T0, UNREACHABLE_URL, HashEmbedder
 from tests.facades import KINDS, Facade, TickingClock, open_facade
@@ -202,7 +202,7 @@ def test_a_replica_going_away_mid_run_falls_back_to_the_primary_and_is_retried(
         assert replica_reads(facade) == 1
         replay.stop_replica()
         try:
-            with caplog.at_level(logging.WARNING, logger="harness.memory.replicas"):
+            with caplog.at_level(logging.WARNING, logger="harness.memory.store.replicas"):
                 assert recall_texts(facade, tenant) == ["Answers in French"]
             assert any("read replica" in r.getMessage() for r in caplog.records)
             # Paused: the next reads go straight to the primary, without trying it.

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 
 from harness.errors import StoreError
 from harness.memory import Answer, MemoryCandidate, MemoryStore
-from harness.memory.caller import Caller
-from harness.memory.sql import APP_ROLE, RLS_TABLES, insert_memo
+from harness.memory.domain.caller import Caller
+from harness.memory.store.sql import APP_ROLE, RLS_TABLES, insert_memo
 from product_adapter import ProductAdapter
 
 from .conftest import T0

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from harness.clock import FixedClock
 from harness.errors import StoreUnavailable
-from harness.memory.recall import RecallResult
+from harness.memory.domain.recall import RecallResult
 from harness.recallset import RecallSet
-from harness.run_flow import (
+from harness.run.flow import (
     CallJudge,
     CallModel,
     Effect,
@@ -23,7 +23,7 @@ from harness.run_flow import (
     Write,
     run_flow,
 )
-from harness.run_types import EngineConfig, RunInput, RunOutcome, Verdict
+from harness.run.types import EngineConfig, RunInput, RunOutcome, Verdict
 
 RUN = RunInput(tenant="t", user_id="u", workflow_id="wf", input="Summarise week 47")
 CONCRETE = "The summary must start with a three-line TL;DR and name every incident id."

@@ -21,17 +21,17 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BinaryExpression, BooleanClauseList, ColumnElement
 
-from harness.memory.caller import Caller
-from harness.memory.migrate import upgrade_to_head
-from harness.memory.schema import metadata
-from harness.memory.sql import console as console_sql
-from harness.memory.sql import layout as layout_sql
-from harness.memory.sql import memories as memories_sql
-from harness.memory.sql import memos as memos_sql
-from harness.memory.sql import recall as recall_sql
-from harness.memory.sql import records as records_sql
-from harness.memory.sql import security as security_sql
-from harness.memory.types import Kind, Scope
+from harness.memory.domain.caller import Caller
+from harness.memory.domain.types import Kind, Scope
+from harness.memory.store.migrate import upgrade_to_head
+from harness.memory.store.sql import console as console_sql
+from harness.memory.store.sql import layout as layout_sql
+from harness.memory.store.sql import memories as memories_sql
+from harness.memory.store.sql import memos as memos_sql
+from harness.memory.store.sql import records as records_sql
+from harness.memory.store.sql import retrieval as recall_sql
+from harness.memory.store.sql import security as security_sql
+from harness.memory.store.sql.schema import metadata
 from product_adapter import sql as adapter_sql
 
 #: Tables holding tenant data: distributed by tenant.

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from harness.errors import HarnessError, InvalidInput
 from harness.memory import Kind, MemoryCandidate, RecallRequest, Scope, Status
-from harness.memory.rows import memory_from_row
-from harness.memory.types import Memory, Origin
+from harness.memory.domain.types import Memory, Origin
+from harness.memory.store.rows import memory_from_row
 
 GOOD = {
     "tenant": "acme",

@@ -94,7 +94,7 @@ def test_installed_wheel_runs_init_demo_status_outside_the_checkout(
     env["HARNESS_HOME"] = str(tmp_path / "home")
 
     probe = subprocess.run(
-        [str(python), "-c", "import harness.memory.migrate as m; print(m.MIGRATIONS_DIR)"],
+        [str(python), "-c", "import harness.memory.store.migrate as m; print(m.MIGRATIONS_DIR)"],
         cwd=work,
         env=env,
         check=True,
@@ -112,7 +112,7 @@ def test_installed_wheel_runs_init_demo_status_outside_the_checkout(
         )
         assert run.returncode == 0, (command, run.stdout, run.stderr)
         outputs[command] = run.stdout
-    from harness.memory.migrate import head_revision
+    from harness.memory.store.migrate import head_revision
 
     assert f"schema revision {head_revision()}" in outputs["init"]
     assert f"schema revision {head_revision()}" in outputs["status"]

@@ -14,13 +14,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.errors import InvalidInput, MemoryNotFound
-from harness.memory.migrate import current_revision
-from harness.memory.recall import RecallResult
-from harness.memory.rows import memory_from_row
-from harness.memory.sql import console as csql
-from harness.memory.store import MemoryStore
-from harness.memory.types import Memory, RecallRequest, Scope
-from harness.memory.vectors import stored_model
+from harness.memory.domain.recall import RecallResult
+from harness.memory.domain.types import Memory, RecallRequest, Scope
+from harness.memory.store.migrate import current_revision
+from harness.memory.store.ops.vectors import stored_model
+from harness.memory.store.rows import memory_from_row
+from harness.memory.store.sql import console as csql
+from harness.memory.store.sync import MemoryStore
 from product_adapter import ProductAdapter
 
 __all__ = [

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from harness.memory.types import Origin
+from harness.memory.domain.types import Origin
 
 __all__ = ["ORIGIN_COLOURS", "Bar", "Chart", "layout_chart"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import InvalidInput
-from harness.memory.types import Kind, Scope
+from harness.memory.domain.types import Kind, Scope
 
 __all__ = [
     "NamespacePrefix",

@@ -39,11 +39,7 @@ from harness.integrations._lg_mapping import (
     value_of,
     word_overlap,
 )
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.rows import memory_from_row
-from harness.memory.sql.console import BrowseFilter, browse
-from harness.memory.store import MemoryStore
-from harness.memory.types import (
+from harness.memory.domain.types import (
     Memory,
     MemoryCandidate,
     Origin,
@@ -51,6 +47,10 @@ from harness.memory.types import (
     Source,
     Status,
 )
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.rows import memory_from_row
+from harness.memory.store.sql.console import BrowseFilter, browse
+from harness.memory.store.sync import MemoryStore
 
 __all__ = ["HarnessStore"]
 

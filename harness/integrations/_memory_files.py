@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from harness.memory.types import Kind, Memory, Scope
+from harness.memory.domain.types import Kind, Memory, Scope
 from harness.recallset import Mark, RecallSet
 
 __all__ = [

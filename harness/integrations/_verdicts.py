@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.engine import Verdict
 from harness.errors import HarnessError
-from harness.lessons import lessons_from_verdicts
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.store import MemoryStore
-from harness.memory.types import Memory, MemoryCandidate
-from harness.run_flow import report_failed_write
+from harness.memory.domain.types import Memory, MemoryCandidate
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.sync import MemoryStore
+from harness.run.engine import Verdict
+from harness.run.flow import report_failed_write
+from harness.run.lessons import lessons_from_verdicts
 
 __all__ = ["Remembered", "lesson_for", "write_candidates", "write_candidates_async"]
 

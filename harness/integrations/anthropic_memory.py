@@ -51,7 +51,6 @@ except ImportError as exc:  # pragma: no cover - exercised by the import-guard t
         "pip install 'harness-memory[anthropic]'"
     ) from exc
 
-from harness.engine import Verdict
 from harness.errors import HarnessError, InvalidInput, MemoryRejected
 from harness.integrations._memory_files import (
     LAYOUT,
@@ -67,12 +66,20 @@ from harness.integrations._verdicts import (
     write_candidates,
     write_candidates_async,
 )
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.checks import validate_candidates
-from harness.memory.recall import RecallResult
-from harness.memory.store import MemoryStore
-from harness.memory.types import Memory, MemoryCandidate, Origin, RecallRequest, Source, Status
+from harness.memory.domain.recall import RecallResult
+from harness.memory.domain.types import (
+    Memory,
+    MemoryCandidate,
+    Origin,
+    RecallRequest,
+    Source,
+    Status,
+)
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.checks import validate_candidates
+from harness.memory.store.sync import MemoryStore
 from harness.recallset import RecallSet
+from harness.run.engine import Verdict
 
 __all__ = ["LAYOUT", "AsyncHarnessMemoryTool", "HarnessMemoryTool", "Remembered", "RunIdentity"]
 

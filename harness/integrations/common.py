@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from harness.engine import EngineConfig, RunOutcome, Verdict
 from harness.errors import ConflictingState, HarnessError, InvalidInput
-from harness.extract import ExtractionContext, Extractor
-from harness.lessons import lessons_from_verdicts
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.recall import RecallResult
-from harness.memory.store import MemoryStore
-from harness.memory.types import MemoryCandidate, RecallRequest
+from harness.memory.domain.recall import RecallResult
+from harness.memory.domain.types import MemoryCandidate, RecallRequest
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.sync import MemoryStore
 from harness.recallset import TOOL_DEFINITIONS, RecallSet, RecallSetTools
 from harness.recallset.tools import ToolAnswer
-from harness.run_flow import report_failed_write
+from harness.run.engine import EngineConfig, RunOutcome, Verdict
+from harness.run.extract import ExtractionContext, Extractor
+from harness.run.flow import report_failed_write
+from harness.run.lessons import lessons_from_verdicts
 
 __all__ = ["MemoryRun", "RecallSetToolSpec", "candidates_after_verdict", "recallset_tool_specs"]
 

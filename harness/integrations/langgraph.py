@@ -48,7 +48,6 @@ except ImportError as exc:  # pragma: no cover - exercised by the import-guard t
         "harness.integrations.langgraph needs LangGraph: pip install 'harness-memory[langgraph]'"
     ) from exc
 
-from harness.engine import Verdict
 from harness.errors import InvalidInput
 from harness.integrations._lg_store import HarnessStore
 from harness.integrations._verdicts import (
@@ -57,11 +56,12 @@ from harness.integrations._verdicts import (
     write_candidates,
     write_candidates_async,
 )
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.recall import RecallResult
-from harness.memory.store import MemoryStore
-from harness.memory.types import MemoryCandidate, RecallRequest
+from harness.memory.domain.recall import RecallResult
+from harness.memory.domain.types import MemoryCandidate, RecallRequest
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.sync import MemoryStore
 from harness.recallset import RecallSet, RecallSetTools
+from harness.run.engine import Verdict
 
 __all__ = [
     "RECALL_MESSAGE_ID",

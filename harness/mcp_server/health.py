@@ -18,9 +18,9 @@ from starlette.responses import JSONResponse, Response
 
 from harness._version import __version__
 from harness.errors import HarnessError, StoreError, StoreUnavailable
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.embedder import FastEmbedder
-from harness.memory.migrate import alembic_config, current_revision, recorded_revision
+from harness.memory.embedding.embedder import FastEmbedder
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.migrate import alembic_config, current_revision, recorded_revision
 
 __all__ = ["Readiness", "add_health_routes", "check_readiness", "schema_head"]
 

@@ -12,13 +12,13 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from harness.memory.caller import Caller
+from harness.memory.domain.caller import Caller
 
 __all__ = ["Identity", "TokenFile", "TokenFileVerifier", "hash_token"]
 
 
 #: The verified caller (``workflow_id`` optionally pins recall to one workflow): the one
-#: :class:`~harness.memory.caller.Caller` type every entry point shares.
+#: :class:`~harness.memory.domain.caller.Caller` type every entry point shares.
 Identity = Caller
 
 

@@ -27,9 +27,9 @@ from harness.mcp_server.sessions import (
     memo_not_found,
     mint_handle,
 )
-from harness.memory import sql
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.ops import Op, run_async
+from harness.memory.store import sql
+from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.executors import Op, run_async
 from harness.recallset import RecallSet
 
 __all__ = [

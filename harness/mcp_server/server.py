@@ -22,9 +22,9 @@ from harness.mcp_server.identity import Identity, TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
 from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.recall import RecallResult
-from harness.memory.types import RecallRequest
+from harness.memory.domain.recall import RecallResult
+from harness.memory.domain.types import RecallRequest
+from harness.memory.store.aio import AsyncMemoryStore
 from harness.recallset import RecallSetTools
 
 __all__ = [

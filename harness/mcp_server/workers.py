@@ -31,10 +31,10 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from harness.lifecycle import exit_on_signals, signal_main_thread
 from harness.logs import configure_logging
 from harness.mcp_server.serve_config import ServeConfig
 from harness.settings import Settings
+from harness.shutdown import exit_on_signals, signal_main_thread
 
 __all__ = ["WorkerSpec", "run_workers", "worker_main"]
 
@@ -102,7 +102,7 @@ def _stop_when_orphaned(supervisor: Connection) -> None:
 async def _serve_worker(spec: WorkerSpec, sock: socket.socket, supervisor: Connection) -> None:
     from harness.mcp_server.memo_pg import PostgresMemoBook
     from harness.mcp_server.serving import serve_http
-    from harness.memory.async_store import AsyncMemoryStore
+    from harness.memory.store.aio import AsyncMemoryStore
 
     store = await AsyncMemoryStore.connect(spec.url, settings=spec.settings)
     try:

@@ -1,39 +1,47 @@
 """MemoryStore: scoped long-term memory on PostgreSQL + pgvector.
 
-Importing this package does no IO; :meth:`MemoryStore.connect` (and the asyncio twin
-:meth:`AsyncMemoryStore.connect`) does.
+The package is layered (``CONTRIBUTING.md`` has the diagram): ``domain`` holds the pure values
+and rules, ``guard`` the write guard, ``embedding`` the model side, and ``store`` everything
+that talks to PostgreSQL. Importing this package does no IO and loads none of them: each name
+below is imported on first use. :meth:`MemoryStore.connect` (and the asyncio twin
+:meth:`AsyncMemoryStore.connect`) does the IO.
 """
 
 from __future__ import annotations
 
-from harness.errors import (
-    ConflictingState,
-    EmbeddingModelMismatch,
-    HarnessError,
-    IncompleteRecall,
-    InvalidInput,
-    MemoryNotFound,
-    MemoryRejected,
-    StoreError,
-    StoreUnavailable,
-)
-from harness.memory.async_store import AsyncMemoryStore
-from harness.memory.caller import Caller
-from harness.memory.idempotency import Answer, IdempotencyOutcome, Idempotent
-from harness.memory.layout import ClusterReport, Layout
-from harness.memory.recall import Omission, RecalledItem, RecallResult
-from harness.memory.store import MemoryStore, StoreStatus
-from harness.memory.types import (
-    Kind,
-    Memory,
-    MemoryCandidate,
-    Origin,
-    RecallRequest,
-    Scope,
-    Source,
-    Status,
-    WorkflowDeleted,
-)
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.errors import (
+        ConflictingState,
+        EmbeddingModelMismatch,
+        HarnessError,
+        IncompleteRecall,
+        InvalidInput,
+        MemoryNotFound,
+        MemoryRejected,
+        StoreError,
+        StoreUnavailable,
+    )
+    from harness.memory.domain.caller import Caller
+    from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
+    from harness.memory.domain.recall import Omission, RecalledItem, RecallResult
+    from harness.memory.domain.types import (
+        Kind,
+        Memory,
+        MemoryCandidate,
+        Origin,
+        RecallRequest,
+        Scope,
+        Source,
+        Status,
+        WorkflowDeleted,
+    )
+    from harness.memory.store.aio import AsyncMemoryStore
+    from harness.memory.store.ops.layout import ClusterReport, Layout
+    from harness.memory.store.sync import MemoryStore, StoreStatus
 
 __all__ = [
     "Answer",
@@ -67,3 +75,39 @@ __all__ = [
     "StoreUnavailable",
     "WorkflowDeleted",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "ConflictingState": "harness.errors",
+        "EmbeddingModelMismatch": "harness.errors",
+        "HarnessError": "harness.errors",
+        "IncompleteRecall": "harness.errors",
+        "InvalidInput": "harness.errors",
+        "MemoryNotFound": "harness.errors",
+        "MemoryRejected": "harness.errors",
+        "StoreError": "harness.errors",
+        "StoreUnavailable": "harness.errors",
+        "AsyncMemoryStore": "harness.memory.store.aio",
+        "Caller": "harness.memory.domain.caller",
+        "Answer": "harness.memory.domain.idempotency",
+        "IdempotencyOutcome": "harness.memory.domain.idempotency",
+        "Idempotent": "harness.memory.domain.idempotency",
+        "ClusterReport": "harness.memory.store.ops.layout",
+        "Layout": "harness.memory.store.ops.layout",
+        "Omission": "harness.memory.domain.recall",
+        "RecallResult": "harness.memory.domain.recall",
+        "RecalledItem": "harness.memory.domain.recall",
+        "MemoryStore": "harness.memory.store.sync",
+        "StoreStatus": "harness.memory.store.sync",
+        "Kind": "harness.memory.domain.types",
+        "Memory": "harness.memory.domain.types",
+        "MemoryCandidate": "harness.memory.domain.types",
+        "Origin": "harness.memory.domain.types",
+        "RecallRequest": "harness.memory.domain.types",
+        "Scope": "harness.memory.domain.types",
+        "Source": "harness.memory.domain.types",
+        "Status": "harness.memory.domain.types",
+        "WorkflowDeleted": "harness.memory.domain.types",
+    },
+)

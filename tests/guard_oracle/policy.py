@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.errors import MemoryRejected
-from harness.memory.types import MemoryCandidate
+from harness.memory.domain.types import MemoryCandidate
 from tests.guard_oracle.base import Finding, GuardRule, RuleSet, mask
 from tests.guard_oracle.injection import INJECTION_RULES
 from tests.guard_oracle.normalise import clean, views

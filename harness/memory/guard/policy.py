@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.errors import MemoryRejected
+from harness.memory.domain.types import MemoryCandidate
 from harness.memory.guard.base import Finding, GuardRule, mask
 from harness.memory.guard.injection import INJECTION_RULES
 from harness.memory.guard.normalise import clean, views
 from harness.memory.guard.ruleset import RuleSet
 from harness.memory.guard.secrets import SECRET_RULES
-from harness.memory.types import MemoryCandidate
 
 __all__ = ["DEFAULT_RULES", "Guard", "RegexGuard", "candidate_fields", "default_guard"]
 

@@ -1,0 +1,38 @@
+"""Row-level security at the connection edge: which role a pooled connection runs as.
+
+A superuser login (the embedded server's) bypasses row-level security, so each new pooled
+connection assumes the application role when the login may: every statement the store runs is
+then held to the tenant policies. Maintenance that must see every tenant, or change the schema,
+says so explicitly (``MemoryStore.maintenance``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import psycopg
+
+from harness.memory.store import sql
+
+__all__ = ["assume_app_role"]
+
+log = logging.getLogger(__name__)
+
+
+def assume_app_role(dbapi_connection: Any, _connection_record: Any) -> None:
+    """SQLAlchemy pool ``connect`` hook: ``SET ROLE harness_app`` when the login may assume it.
+
+    Side effect: the session's current role (kept for the connection's lifetime). Without the
+    role (not migrated yet, or an operator's login that is the role itself) nothing changes.
+    """
+    try:
+        with dbapi_connection.cursor() as cur:
+            cur.execute(sql.APP_ROLE_PROBE, {"role": sql.APP_ROLE})
+            row = cur.fetchone()
+            if row is not None and row[0]:
+                cur.execute(sql.APP_ROLE_ASSUME)
+        dbapi_connection.commit()
+    except psycopg.Error as exc:  # e.g. membership without the SET option; policies still apply
+        dbapi_connection.rollback()
+        log.warning("could not assume role %s: %s", sql.APP_ROLE, exc)

@@ -1,0 +1,517 @@
+"""Statements of recall: the readable set, relevance ranking, the pool probe."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Float,
+    Integer,
+    Select,
+    String,
+    Text,
+    TextClause,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    text,
+    type_coerce,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, UUID, aggregate_order_by
+
+from harness.memory.domain.types import Kind, Scope, Status
+from harness.memory.store.sql.columns import MEMORY_COLUMNS, m
+from harness.memory.store.sql.schema import memories
+
+__all__ = [
+    "ALWAYS_KINDS",
+    "CONTEXT_PENALTY",
+    "NARROW",
+    "RANKED_KINDS",
+    "STOPWORDS",
+    "hnsw_settings",
+    "pool_probe",
+    "readable_filter",
+    "readable_params",
+    "recall_rows",
+    "relevance_scores",
+]
+
+# Words too common to carry meaning in a question (the 'simple' configuration keeps every
+# word, and the English one misses question words like "last" or "tell").
+STOPWORDS: tuple[str, ...] = (
+    "a", "an", "and", "are", "as", "at", "be", "been", "being", "but", "by", "can", "could",
+    "did", "do", "does", "doing", "done", "for", "from", "had", "has", "have", "having", "he",
+    "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
+    "just", "me", "more", "most", "my", "no", "nor", "not", "of", "off", "on", "once", "only",
+    "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some",
+    "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they",
+    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we",
+    "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "would", "you", "your", "yours", "yourself", "last", "time", "tell", "about", "again",
+    "also", "any", "all", "each", "few", "let", "lets", "get", "got", "ever", "please", "us",
+    "did", "say", "said", "remember", "recall", "know",
+)  # fmt: skip
+
+#: Added to a context vector's cosine distance: a match through the task that taught a lesson
+#: (or a neighbouring turn) counts, but a little less than a match through the content itself.
+#: Measured on LoCoMo: without it the context vectors cost dense retrieval 0.06 any@10.
+CONTEXT_PENALTY = 0.1
+
+_CONSTANT = re.compile("[a-z_]+")
+NARROW = (Scope.SESSION.value, Scope.WORKFLOW.value)
+ALWAYS_KINDS = (Kind.CONSTRAINT.value, Kind.PREFERENCE.value)
+RANKED_KINDS = (Kind.LESSON.value, Kind.FACT.value, Kind.DECISION.value)
+
+
+def _one_of(column: Any, values: tuple[str, ...]) -> ColumnElement[bool]:
+    """``column IN ('a', 'b')`` with the values written into the statement: they are this
+    package's constants (kinds, scopes), and an expanding parameter would make SQLAlchemy
+    rewrite the statement's text at every execution."""
+    if not all(_CONSTANT.fullmatch(v) for v in values):
+        raise ValueError(f"not a constant of this package: {values!r}")
+    listed = ", ".join(f"'{v}'" for v in values)
+    return column.op("IN", is_comparison=True)(literal_column(f"({listed})"))  # type: ignore[no-any-return]
+
+
+def readable_filter(*, has_workflow: bool, has_session: bool) -> ColumnElement[bool]:
+    """Active, unexpired items of the tenant in platform ∪ user ∪ workflow ∪ session. Nothing else.
+
+    Values come from :func:`readable_params`; the shape depends only on which scopes the
+    caller has, so each shape's statements are built (and compiled) once.
+    """
+    scopes = [
+        and_(m.scope == Scope.PLATFORM.value, m.scope_id == ""),
+        and_(m.scope == Scope.USER.value, m.scope_id == bindparam("r_user", type_=String)),
+    ]
+    if has_workflow:
+        scopes.append(
+            and_(
+                m.scope == Scope.WORKFLOW.value, m.scope_id == bindparam("r_workflow", type_=String)
+            )
+        )
+    if has_session:
+        scopes.append(
+            and_(m.scope == Scope.SESSION.value, m.scope_id == bindparam("r_session", type_=String))
+        )
+    return and_(
+        m.tenant == bindparam("r_tenant", type_=String),
+        m.status == Status.ACTIVE.value,
+        or_(
+            m.expires_at.is_(None), m.expires_at > bindparam("r_now", type_=DateTime(timezone=True))
+        ),
+        or_(*scopes),
+    )
+
+
+def readable_params(
+    tenant: str, user_id: str, workflow_id: str | None, session_id: str | None, now: datetime
+) -> dict[str, Any]:
+    """Bind values for :func:`readable_filter`."""
+    params: dict[str, Any] = {"r_tenant": tenant, "r_user": user_id, "r_now": now}
+    if workflow_id:
+        params["r_workflow"] = workflow_id
+    if session_id:
+        params["r_session"] = session_id
+    return params
+
+
+@lru_cache(maxsize=16)
+def recall_rows(*, has_workflow: bool, has_session: bool) -> Select[Any]:
+    """One round trip for every row assembly needs, labelled by ``src``: all readable
+    constraints and preferences ("always"), the newest ``narrow_limit`` lessons, facts and
+    decisions of the session and workflow ("narrow"), and the relevance winners ``ids``."""
+    readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
+    always = select(*MEMORY_COLUMNS, literal("always").label("src")).where(
+        readable, _one_of(m.kind, ALWAYS_KINDS)
+    )
+    narrow_q = (
+        select(*MEMORY_COLUMNS)
+        .where(readable, _one_of(m.scope, NARROW), _one_of(m.kind, RANKED_KINDS))
+        .order_by(m.created_at.desc(), m.id)
+        .limit(bindparam("narrow_limit", type_=Integer))
+        .subquery("narrow")
+    )
+    narrow = select(*narrow_q.c, literal("narrow").label("src"))
+    ranked = select(*MEMORY_COLUMNS, literal("ranked").label("src")).where(
+        readable, m.id == func.any(bindparam("ids", type_=ARRAY(UUID(as_uuid=True))))
+    )
+    union = union_all(always, narrow, ranked).subquery("recall_rows")
+    return select(union)
+
+
+def _query_lexemes() -> Any:
+    """The query's lexemes, minus stop words: its words as written (``simple``, so ids like
+    MT-4471 match) and their English stems (so "painting" finds "painted")."""
+    q_text = bindparam("q_text", type_=Text)
+    both = func.to_tsvector(literal_column("'simple'::regconfig"), q_text).op("||")(
+        func.to_tsvector(literal_column("'english'::regconfig"), q_text)
+    )
+    return (
+        select(func.array_agg(literal_column("lx")))
+        .select_from(func.unnest(func.tsvector_to_array(both)).alias("lx"))
+        .where(literal_column("lx") != func.all_(bindparam("stopwords", type_=ARRAY(Text))))
+        .scalar_subquery()
+    )
+
+
+@lru_cache(maxsize=64)
+def relevance_scores(
+    *,
+    has_workflow: bool,
+    has_session: bool,
+    scopes: tuple[str, ...],
+    with_vector: bool,
+    exact: bool = True,
+    bounded_lexical: bool = False,
+) -> Select[Any]:
+    """Vector and full-text ranks of ranked-kind items in ``scopes``, full-outer-joined.
+
+    Returns rows (id, sim, vrank, lex, coverage, lrank). The full-text query ORs the query's
+    lexemes (minus stop words): ``websearch_to_tsquery`` would AND them and lose paraphrases.
+    ``exact`` ranks by an exact distance over the rows the caller may read (a top-N sort of
+    the filtered rows); otherwise the vector ranking is an HNSW index scan with the readable
+    filter applied during the scan (run it with :func:`hnsw_settings`, or a selective filter
+    can starve it). ``bounded_lexical`` (for large pools, with vectors) ranks full text only
+    over the vector candidates, instead of every row holding any query word: ranking cost
+    stays bounded however many rows match.
+
+    Binds: the readable ones (:func:`readable_params`), ``q_text``, ``stopwords``, ``depth``
+    and, with vectors, ``qv``.
+    """
+    readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
+    in_pool = and_(readable, _one_of(m.kind, RANKED_KINDS), _one_of(m.scope, scopes))
+    depth = bindparam("depth", type_=Integer)
+    q = select(_query_lexemes().label("lexemes")).cte("q").prefix_with("MATERIALIZED")
+
+    def joined(op: str) -> Any:
+        quoted = (
+            select(func.array_agg(func.quote_literal(literal_column("l"))))
+            .select_from(func.unnest(q.c.lexemes).alias("l"))
+            .scalar_subquery()
+        )
+        return func.to_tsquery(
+            literal_column("'simple'::regconfig"),
+            func.coalesce(func.array_to_string(quoted, f" {op} "), ""),
+        )
+
+    # Materialised so the tsqueries are built once, not re-evaluated for every row.
+    one_each = (
+        select(
+            func.array_agg(
+                func.to_tsquery(
+                    literal_column("'simple'::regconfig"), func.quote_literal(literal_column("l"))
+                )
+            )
+        )
+        .select_from(func.unnest(q.c.lexemes).alias("l"))
+        .scalar_subquery()
+    )
+    qt = (
+        select(
+            joined("|").label("tsq"),
+            q.c.lexemes,
+            one_each.label("tsqs"),
+        )
+        .cte("qt")
+        .prefix_with("MATERIALIZED")
+    )
+    qv = bindparam("qv", type_=memories.c.embedding.type)
+    pool = None
+    if exact:
+        # A small pool (exact mode): one pass over its rows through the tenant-first index
+        # yields both the distances and the words; the GIN index would instead visit every
+        # row of the tenant holding any query word, most of them other users'.
+        columns = [m.id, m.scope, m.kind, m.tsv]
+        if with_vector:
+            columns += [
+                m.embedding.cosine_distance(qv).label("cd"),
+                m.context_embedding.cosine_distance(qv).label("xd"),
+            ]
+        # OFFSET 0 keeps the planner from inlining this level: each distance is computed once
+        # per row, not once per expression that reads it.
+        rows = select(*columns).where(in_pool).offset(0).subquery("dist")
+        pool_columns = [rows.c.id, rows.c.scope, rows.c.kind, rows.c.tsv]
+        if with_vector:
+            pool_columns += _exact_distance_columns(rows.c.cd, rows.c.xd)
+        pool = select(*pool_columns).cte("pool").prefix_with("MATERIALIZED")
+    vec = None
+    if with_vector:
+        if pool is not None:
+            top = (
+                select(
+                    pool.c.id, pool.c.scope, pool.c.kind, pool.c.d, pool.c.raw, pool.c.cd, pool.c.xd
+                )
+                .where(pool.c.d.is_not(None))
+                .order_by(pool.c.d, pool.c.id)
+                .limit(depth)
+                .subquery("top")
+            )
+        else:
+            top = _hnsw_distances(in_pool, qv, depth)
+        vec = select(
+            top.c.id,
+            top.c.scope,
+            top.c.kind,
+            (1 - top.c.raw).label("sim"),
+            (1 - top.c.cd).label("content_sim"),
+            (1 - top.c.xd).label("context_sim"),
+            func.row_number().over(order_by=(top.c.d, top.c.id)).label("vrank"),
+        ).cte("vec")
+    if bounded_lexical and vec is not None:
+        # Full text over the vector candidates only. Rows holding every query word were once
+        # added through the GIN index, but row-level security keeps the planner from using it
+        # (``@@`` is not leakproof): finding them scanned the whole pool, 100-170 ms at 100k.
+        candidates = select(func.array_agg(vec.c.id)).scalar_subquery()
+        # The cast makes ANY see one array value, not a one-row subquery of arrays.
+        source = (
+            select(m.id, m.scope, m.kind, m.tsv)
+            .where(in_pool, m.id == func.any(cast(candidates, ARRAY(UUID(as_uuid=True)))))
+            .cte("lex_source")
+        )
+        n_docs: Any = None  # the matched set itself
+    else:
+        assert pool is not None
+        source = pool
+        n_docs = select(func.count()).select_from(pool).scalar_subquery()
+    fts = _idf_lexical_ranks(qt, source, n_docs, depth)
+    if vec is None:
+        return select(
+            fts.c.id,
+            fts.c.scope,
+            fts.c.kind,
+            literal_column("NULL::float8").label("sim"),
+            literal_column("NULL::float8").label("content_sim"),
+            literal_column("NULL::float8").label("context_sim"),
+            literal_column("NULL::bigint").label("vrank"),
+            *_lexical_columns(fts),
+        )
+    return select(
+        func.coalesce(vec.c.id, fts.c.id).label("id"),
+        func.coalesce(vec.c.scope, fts.c.scope).label("scope"),
+        func.coalesce(vec.c.kind, fts.c.kind).label("kind"),
+        vec.c.sim,
+        vec.c.content_sim,
+        vec.c.context_sim,
+        vec.c.vrank,
+        *_lexical_columns(fts),
+    ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
+
+
+def _lexical_columns(fts: Any) -> list[Any]:
+    return [
+        fts.c.lex,
+        fts.c.coverage,
+        fts.c.idf_coverage,
+        fts.c.max_idf,
+        fts.c.lrank,
+    ]
+
+
+def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
+    """Rank the ``source`` rows holding any query word by the summed IDF of the query words
+    they hold, with the evidence the relevance judge reads.
+
+    A binary BM25 (no term-frequency saturation or length normalisation): PostgreSQL's
+    ``ts_rank`` has no IDF at all, so a common word weighed as much as a rare name. Document
+    frequencies come from the matched rows themselves (a row without any query word cannot
+    hold it); N is ``n_docs``, or the matched set when that is None. Besides ``lex`` (the sum)
+    and ``coverage`` (share of the query's words held), each row gets ``idf_coverage`` (the
+    share of the query's total IDF it holds; a query word no row holds weighs most) and
+    ``max_idf`` (the IDF of the rarest query word it holds, over the IDF a word held by no
+    row would have): an exact match on a rare identifier is strong evidence, "the" is none.
+    """
+    src = source.c
+    each = func.unnest(qt.c.tsqs).table_valued("tq", with_ordinality="i").render_derived(name="u")
+    hits = select(func.array_agg(each.c.i)).where(src.tsv.op("@@")(each.c.tq)).scalar_subquery()
+    matched = (
+        select(
+            src.id.label("id"), src.scope.label("scope"), src.kind.label("kind"), hits.label("hits")
+        )
+        .select_from(source.join(qt, literal_column("true")))
+        .where(src.tsv.op("@@")(qt.c.tsq))
+        .cte("matched")
+        .prefix_with("MATERIALIZED")
+    )
+    if n_docs is None:
+        n_docs = select(func.count()).select_from(matched).scalar_subquery()
+    hit = func.unnest(matched.c.hits).table_valued("i").render_derived(name="h")
+    df = (
+        select(hit.c.i.label("i"), func.count().label("df"))
+        .select_from(matched.join(hit, literal_column("true")))
+        .group_by(hit.c.i)
+        .subquery("df")
+    )
+    # Query word i's weight is w[i] (NULL when no row holds it), so each row's sums are a
+    # few array reads instead of a join and a grouping per row.
+    docs = select(n_docs.label("n")).cte("docs").prefix_with("MATERIALIZED")
+    n_lexemes = func.greatest(func.cardinality(qt.c.lexemes), 1)
+    every = func.generate_series(1, n_lexemes).table_valued("i").render_derived(name="g")
+    weight = func.ln(1.0 + (docs.c.n - df.c.df + 0.5) / (df.c.df + 0.5), type_=Float)
+    # The IDF of a query word no row holds (df = 0): the most a word can weigh.
+    unseen_w = func.ln(1.0 + (docs.c.n + 0.5) / 0.5, type_=Float)
+    per_word = (
+        select(
+            func.array_agg(aggregate_order_by(weight, every.c.i)).label("w"),
+            func.sum(func.coalesce(weight, unseen_w)).label("idf_total"),
+        )
+        .select_from(every.outerjoin(df, df.c.i == every.c.i))
+        .lateral("per_word")
+    )
+    weights = (
+        select(
+            type_coerce(per_word.c.w, ARRAY(Float)).label("w"),
+            per_word.c.idf_total,
+            unseen_w.label("unseen_w"),
+            n_lexemes.label("n_lexemes"),
+        )
+        .select_from(
+            qt.join(docs, literal_column("true")).join(per_word, literal_column("true"))
+        )
+        .cte("weights")
+        .prefix_with("MATERIALIZED")
+    )
+    held = func.unnest(matched.c.hits).table_valued("i").render_derived(name="h2")
+    held_w = weights.c.w[held.c.i]
+    sums = (
+        select(func.sum(held_w).label("lex"), func.max(held_w).label("top_w"))
+        .select_from(held)
+        .lateral("sums")
+    )
+    scores = (
+        select(
+            matched.c.id,
+            matched.c.scope,
+            matched.c.kind,
+            sums.c.lex,
+            _ratio(cast(func.cardinality(matched.c.hits), Float), weights.c.n_lexemes).label(
+                "coverage"
+            ),
+            _ratio(sums.c.lex, func.greatest(weights.c.idf_total, 1e-9)).label("idf_coverage"),
+            _ratio(sums.c.top_w, func.greatest(weights.c.unseen_w, 1e-9)).label("max_idf"),
+        )
+        .select_from(
+            matched.join(weights, literal_column("true")).join(sums, literal_column("true"))
+        )
+        .order_by(sums.c.lex.desc(), matched.c.id)
+        .limit(depth)
+        .subquery("scores")
+    )
+    return select(
+        scores.c.id,
+        scores.c.scope,
+        scores.c.kind,
+        scores.c.lex,
+        scores.c.coverage,
+        scores.c.idf_coverage,
+        scores.c.max_idf,
+        func.row_number().over(order_by=(scores.c.lex.desc(), scores.c.id)).label("lrank"),
+    ).cte("fts")
+
+
+def _ratio(numerator: Any, denominator: Any) -> Any:
+    """``numerator / denominator`` in double precision (SQLAlchemy's ``/`` would cast the
+    denominator to NUMERIC, and every score would come back a ``Decimal``)."""
+    return numerator.op("/", return_type=Float)(denominator)
+
+
+def _exact_distance_columns(content_d: Any, context_d: Any) -> list[Any]:
+    """``d`` orders (context matches penalised); ``raw`` is the plain nearest distance of
+    content or context; ``cd`` and ``xd`` are the content's and the context's own distances
+    (``xd`` NULL without a context). All NULL without a vector (``content_d`` is then NULL)."""
+    # A lesson also matches through the task that taught it (its context's own vector).
+    missing = content_d.is_(None)
+    d = case((missing, None), else_=func.least(content_d, context_d + CONTEXT_PENALTY))
+    raw = case((missing, None), else_=func.least(content_d, context_d))
+    return [
+        d.label("d"),
+        raw.label("raw"),
+        content_d.label("cd"),
+        case((missing, None), else_=context_d).label("xd"),
+    ]
+
+
+def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
+    content_d = m.embedding.cosine_distance(qv)
+    context_d = m.context_embedding.cosine_distance(qv)
+    common = [m.id.label("id"), m.scope.label("scope"), m.kind.label("kind")]
+    by_content = (
+        select(
+            *common,
+            content_d.label("d"),
+            func.least(content_d, context_d).label("raw"),
+            content_d.label("cd"),
+            context_d.label("xd"),
+        )
+        .where(in_pool, m.embedding.is_not(None))
+        .order_by(content_d)
+        .limit(depth)
+    )
+    by_context = (
+        select(
+            *common,
+            (context_d + CONTEXT_PENALTY).label("d"),
+            func.least(content_d, context_d).label("raw"),
+            content_d.label("cd"),
+            context_d.label("xd"),
+        )
+        .where(in_pool, m.context_embedding.is_not(None))
+        .order_by(context_d)
+        .limit(depth)
+    )
+    both = union_all(by_content, by_context).subquery("both_vec")
+    best = (
+        select(
+            both.c.id,
+            func.min(both.c.scope).label("scope"),
+            func.min(both.c.kind).label("kind"),
+            func.min(both.c.d).label("d"),
+            func.min(both.c.raw).label("raw"),
+            func.min(both.c.cd).label("cd"),
+            func.min(both.c.xd).label("xd"),
+        )
+        .group_by(both.c.id)
+        .subquery("best")
+    )
+    return (
+        select(best.c.id, best.c.scope, best.c.kind, best.c.d, best.c.raw, best.c.cd, best.c.xd)
+        .order_by(best.c.d, best.c.id)
+        .limit(depth)
+        .subquery("top")
+    )
+
+
+@lru_cache(maxsize=16)
+def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
+    """How many lessons, facts and decisions the caller may read, counted up to ``probe_limit``
+    (a bounded index scan: it only has to tell small pools from large ones)."""
+    readable = readable_filter(has_workflow=has_workflow, has_session=has_session)
+    bounded = (
+        select(literal(1))
+        .where(readable, _one_of(m.kind, RANKED_KINDS))
+        .limit(bindparam("probe_limit", type_=Integer))
+        .subquery("bounded")
+    )
+    return select(func.count()).select_from(bounded)
+
+
+def hnsw_settings(ef_search: int) -> TextClause:
+    """Per-transaction HNSW settings in one round trip: iterative scans keep filtered ANN
+    queries filled, and the caller has measured the pool as large, so a sequential scan is
+    never wanted (the planner's HNSW cost grows with ``ef_search`` and it would pick one)."""
+    return text(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
+    ).bindparams(ef=str(int(ef_search)))
