@@ -56,7 +56,9 @@ class DetectSecretsGuard:
         self._settings: Callable[[], AbstractContextManager[Any]] = default_settings
         # ad-hoc scanning reports every string with its entropy (as `detect-secrets scan
         # --string` does); only those above the plugin's limit count, as in a file scan
-        self._entropy = {p.secret_type: p for p in (Base64HighEntropyString(), HexHighEntropyString())}
+        self._entropy = {
+            p.secret_type: p for p in (Base64HighEntropyString(), HexHighEntropyString())
+        }
 
     def session(self) -> AbstractContextManager[Any]:
         """detect-secrets reads global settings: hold them for a batch of checks."""
@@ -99,7 +101,9 @@ def refused(guard: Any, text: str) -> bool:
 
 
 def rates(guard: Any, corpora: dict[str, list[str]]) -> dict[str, float]:
-    return {name: sum(refused(guard, t) for t in rows) / len(rows) for name, rows in corpora.items()}
+    return {
+        name: sum(refused(guard, t) for t in rows) / len(rows) for name, rows in corpora.items()
+    }
 
 
 def cost(guard: Any, texts: list[str], repeats: int) -> dict[str, float]:
@@ -148,7 +152,9 @@ def measure(name: str, guard: Any, corpora: dict[str, list[str]], repeats: int) 
             "rates": rates(guard, corpora),
             # joined ordinary sentences: refusing one means a sentence pair misleads the guard
             "ordinary_1000_char_memories_refused": sum(refused(guard, t) for t in memories) / 200,
-            "cost_corpus_rows": cost(guard, [t for rows in corpora.values() for t in rows], repeats),
+            "cost_corpus_rows": cost(
+                guard, [t for rows in corpora.values() for t in rows], repeats
+            ),
             "cost_1000_char_memories": cost(guard, memories, repeats),
         }
 

@@ -379,9 +379,10 @@ def test_the_http_server_uses_one_model_thread_per_call_unless_told(
     assert serving_settings(told).embed_threads == 2
     # nothing else changes
     assert serving_settings(told) == told
-    assert serving_settings(Settings.from_env()).model_copy(
-        update={"embed_threads": None}
-    ) == Settings.from_env()
+    assert (
+        serving_settings(Settings.from_env()).model_copy(update={"embed_threads": None})
+        == Settings.from_env()
+    )
 
 
 def test_json_log_lines_are_one_object_each() -> None:

@@ -92,7 +92,9 @@ def test_compose_runs_the_server_on_pgvector_with_volumes_for_model_and_data(
     compose: dict[str, Any], dockerfile: DockerfileParser
 ) -> None:
     services = compose["services"]
-    (db_name,) = [n for n, s in services.items() if str(s.get("image", "")).startswith("pgvector/pgvector")]
+    (db_name,) = [
+        n for n, s in services.items() if str(s.get("image", "")).startswith("pgvector/pgvector")
+    ]
     server = next(s for s in services.values() if s.get("build"))
     env = server["environment"]
     assert f"@{db_name}:" in env["HARNESS_DATABASE_URL"]
@@ -129,5 +131,10 @@ def test_systemd_unit_restarts_and_stops_with_sigterm() -> None:
     assert "143" in service["SuccessExitStatus"].split()
     assert service["ExecStart"].split()[1:] == ["mcp"]
     assert service["User"] not in ("root", "0")
-    assert not any(SECRET_NAME.search(line.split("=")[0]) for line in service.get("Environment", "").split())
-    assert set(re.findall(r"HARNESS_[A-Z_]+", (ROOT / "docs" / "harness-memory.service").read_text())) <= KNOWN
+    assert not any(
+        SECRET_NAME.search(line.split("=")[0]) for line in service.get("Environment", "").split()
+    )
+    assert (
+        set(re.findall(r"HARNESS_[A-Z_]+", (ROOT / "docs" / "harness-memory.service").read_text()))
+        <= KNOWN
+    )

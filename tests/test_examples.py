@@ -66,11 +66,11 @@ def test_example_tells_the_two_run_story(script: Path, private_db_url: str, tmp_
         assert _line(done.stdout, "MID-RUN FILE WRITTEN LONG-TERM:") == "no"
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+INTEGRATIONS_DOC = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
 
 
 def _python_block_after(heading: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = INTEGRATIONS_DOC.read_text(encoding="utf-8")
     start = text.index(f"\n{heading}\n")
     block = text.index("```python\n", start) + len("```python\n")
     return text[block : text.index("```", block)]

@@ -213,7 +213,13 @@ def test_narrowed_patterns_match_as_the_whole_pattern_does(data: st.DataObject) 
 
 
 def test_alternatives_and_heads_are_read_from_the_regex_source() -> None:
-    assert split_alternatives(r"a|(?:b|c)d|[|]e|\|f|[]|]g") == ["a", "(?:b|c)d", "[|]e", r"\|f", "[]|]g"]
+    assert split_alternatives(r"a|(?:b|c)d|[|]e|\|f|[]|]g") == [
+        "a",
+        "(?:b|c)d",
+        "[|]e",
+        r"\|f",
+        "[]|]g",
+    ]
     assert heads(r"\bForget(?:\s+about)?\s+x") == {"forget"}
     assert heads(r"(?:ignorier|vergiss|ne\s+tiens)\w*") == {"ignorier", "vergiss", "ne"}
     assert heads(r"credentials?") == {"credential"}
@@ -323,7 +329,10 @@ def test_pattern_letters_match_ignoring_case_as_their_lower_case() -> None:
     for letter in letters:
         pattern = re.compile(re.escape(letter), re.IGNORECASE)
         for ch in cased:
-            assert (pattern.fullmatch(ch) is not None) == (ch.lower() == letter.lower()), (letter, ch)
+            assert (pattern.fullmatch(ch) is not None) == (ch.lower() == letter.lower()), (
+                letter,
+                ch,
+            )
 
 
 @settings(max_examples=400, deadline=None)

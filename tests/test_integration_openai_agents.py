@@ -48,7 +48,10 @@ def outputs(call: ModelCall) -> list[str]:
 
 
 def test_two_runs_the_rejection_lesson_is_in_run_twos_first_instructions(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str, db_url: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,
+    db_url: str,  # noqa: F811
 ) -> None:
     task = "Summarise the quarterly sales report"
 
@@ -78,7 +81,9 @@ def test_two_runs_the_rejection_lesson_is_in_run_twos_first_instructions(
 
 
 def test_recall_runs_once_and_every_turn_gets_the_same_block(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     async def write_mid_run(call: ModelCall) -> Any:
         await astore.write(workflow_lesson(tenant, "Written while the run was going on."))
@@ -100,7 +105,10 @@ def test_recall_runs_once_and_every_turn_gets_the_same_block(
 
 
 def test_a_recallset_note_round_trips_through_the_function_tools(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str, db_url: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,
+    db_url: str,  # noqa: F811
 ) -> None:
     def read_back(call: ModelCall) -> Any:
         added = json.loads(outputs(call)[-1])
@@ -136,7 +144,9 @@ def test_a_recallset_note_round_trips_through_the_function_tools(
 
 
 def test_bad_tool_arguments_are_answered_with_error_text_and_the_run_goes_on(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     bad = [
         ("recallset_add", {"content": "x", "mark": "bogus"}),
@@ -177,7 +187,9 @@ class AppContext:
 
 
 def test_an_app_context_with_a_memory_attribute_and_a_callable_base(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     async def base(ctx: RunContextWrapper[AppContext], agent: Agent[AppContext]) -> str:
         return f"Request {ctx.context.request_id}; you are {agent.name}."
@@ -245,7 +257,9 @@ def test_the_sync_path_run_sync_with_a_memory_store_and_remember_sync(
 
 
 def test_a_streamed_run_gets_the_same_instructions_and_tools(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     async def scenario() -> tuple[ScriptedModel, MemoryRun, Any]:
         await astore.write(workflow_lesson(tenant, "Reply in one paragraph."))

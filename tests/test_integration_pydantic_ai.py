@@ -75,7 +75,10 @@ def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
 
 
 def test_two_runs_the_rejection_lesson_is_in_run_twos_first_instructions(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str, db_url: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,
+    db_url: str,  # noqa: F811
 ) -> None:
     task = "Summarise the quarterly sales report"
 
@@ -105,7 +108,9 @@ def test_two_runs_the_rejection_lesson_is_in_run_twos_first_instructions(
 
 
 def test_recall_runs_once_before_the_first_request_and_every_request_sees_the_same_block(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     async def write_mid_run(messages: list[ModelMessage]) -> tuple[str, dict[str, Any]]:
         await astore.write(workflow_lesson(tenant, "Written while the run was going on."))
@@ -126,7 +131,10 @@ def test_recall_runs_once_before_the_first_request_and_every_request_sees_the_sa
 
 
 def test_a_recallset_note_round_trips_through_the_tools(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str, db_url: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,
+    db_url: str,  # noqa: F811
 ) -> None:
     async def read_back(messages: list[ModelMessage]) -> tuple[str, dict[str, Any]]:
         added = json.loads(tool_returns(messages)[-1].content)
@@ -153,7 +161,9 @@ def test_a_recallset_note_round_trips_through_the_tools(
 
 
 def test_bad_tool_arguments_come_back_as_failed_results_and_the_run_goes_on(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     # More consecutive bad calls than the agent's retry budget (1): failures must not use it up.
     bad_calls = [
@@ -185,7 +195,9 @@ def test_bad_tool_arguments_come_back_as_failed_results_and_the_run_goes_on(
 
 
 def test_test_model_calling_every_tool_with_schema_args_completes(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     async def scenario() -> tuple[Any, MemoryRun]:
         await astore.write(workflow_lesson(tenant, "Reply in one paragraph."))
@@ -235,12 +247,18 @@ def test_the_sync_path_run_sync_with_a_memory_store_and_remember_sync(
     assert count_memories(db_url, tenant) == 2
 
 
-_arg_values = st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.lists(
-    st.integers(), max_size=2
+_arg_values = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=12)
+    | st.lists(st.integers(), max_size=2)
 )
 _tool_calls = st.lists(
     st.tuples(
-        st.sampled_from(["recallset_add", "recallset_mark", "recallset_read", "recallset_overview"]),
+        st.sampled_from(
+            ["recallset_add", "recallset_mark", "recallset_read", "recallset_overview"]
+        ),
         st.dictionaries(
             st.sampled_from(["content", "mark", "priority", "title", "id", "other"]),
             _arg_values | st.sampled_from(["keep", "check", "discard", "r1", "r2"]),

@@ -28,7 +28,9 @@ from tests.integration_support import (  # noqa: F401 (fixtures)
 
 
 def test_recall_happens_once_per_run_and_later_writes_do_not_change_it(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     async def scenario() -> tuple[str, str]:
         await astore.write(workflow_lesson(tenant, "Always cite the source document."))
@@ -44,14 +46,19 @@ def test_recall_happens_once_per_run_and_later_writes_do_not_change_it(
 
 
 def test_remember_writes_the_rejection_lesson_for_the_workflow_with_the_task_as_context(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str, db_url: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,
+    db_url: str,  # noqa: F811
 ) -> None:
     async def scenario() -> Any:
         run = MemoryRun(astore, tenant=tenant, user_id="alice", workflow_id="wf-1")
         await run.instructions("Summarise the quarterly report")
         run.call_tool("recallset_add", {"content": "draft idea", "mark": "keep"})
         assert count_memories(db_url, tenant) == 0  # nothing before the verdict
-        return await run.remember("a long answer", Verdict(accepted=False, feedback=LESSON_FEEDBACK))
+        return await run.remember(
+            "a long answer", Verdict(accepted=False, feedback=LESSON_FEEDBACK)
+        )
 
     outcome = runner.run(scenario())
     [lesson] = outcome.memories_written
@@ -63,7 +70,9 @@ def test_remember_writes_the_rejection_lesson_for_the_workflow_with_the_task_as_
 
 
 def test_without_a_workflow_the_lesson_belongs_to_the_user(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     run = MemoryRun(astore, tenant=tenant, user_id="bob", input="Write the weekly digest")
     outcome = runner.run(run.remember("x", Verdict(accepted=False, feedback=LESSON_FEEDBACK)))
@@ -72,7 +81,10 @@ def test_without_a_workflow_the_lesson_belongs_to_the_user(
 
 
 def test_generic_feedback_and_repeated_feedback_do_not_make_extra_lessons(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str, db_url: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,
+    db_url: str,  # noqa: F811
 ) -> None:
     run = MemoryRun(astore, tenant=tenant, user_id="alice", workflow_id="wf-1", input="task")
     verdicts = [
@@ -87,7 +99,9 @@ def test_generic_feedback_and_repeated_feedback_do_not_make_extra_lessons(
 
 
 def test_an_accepted_run_writes_the_extractors_candidates(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     run = MemoryRun(
         astore,
@@ -103,7 +117,10 @@ def test_an_accepted_run_writes_the_extractors_candidates(
 
 
 def test_a_guard_refusal_is_reported_not_raised_and_not_stored(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str, db_url: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,
+    db_url: str,  # noqa: F811
 ) -> None:
     feedback = "Never print the key sk-live-0123456789abcdefghijklmnopqrstuv in the output again"
     run = MemoryRun(astore, tenant=tenant, user_id="alice", input="task")
@@ -131,7 +148,9 @@ def test_another_tenants_memory_never_reaches_the_instructions(
 
 
 def test_remember_twice_and_bad_verdicts_are_refused(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     run = MemoryRun(astore, tenant=tenant, user_id="alice", input="task")
     with pytest.raises(InvalidInput) as bad:
@@ -179,7 +198,9 @@ def test_an_unreachable_store_degrades_recall_and_reports_the_write_failure(
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 _names = st.sampled_from([d["name"] for d in TOOL_DEFINITIONS]) | st.text(max_size=15)
@@ -219,7 +240,9 @@ def test_tool_specs_are_independent_copies() -> None:
 
 
 def test_remember_sync_refuses_an_async_store_and_a_running_loop(
-    astore: AsyncMemoryStore, runner: asyncio.Runner, tenant: str  # noqa: F811
+    astore: AsyncMemoryStore,
+    runner: asyncio.Runner,
+    tenant: str,  # noqa: F811
 ) -> None:
     run = MemoryRun(astore, tenant=tenant, user_id="alice", input="task")
     with pytest.raises(InvalidInput) as err:

@@ -106,8 +106,8 @@ def test_workers_share_memos_and_a_dead_worker_is_replaced(
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert "/mcp" in line and "workers: 2 (from --workers)" in line, (
-            line + (proc.stderr.read() if proc.stderr else "")
+        assert "/mcp" in line and "workers: 2 (from --workers)" in line, line + (
+            proc.stderr.read() if proc.stderr else ""
         )
         first = children(proc.pid)
         assert len(first) == 2, first

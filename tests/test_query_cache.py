@@ -77,7 +77,9 @@ def test_concurrent_recalls_on_threads_share_model_calls(store: MemoryStore, ten
     texts: dict[str, str] = {}
 
     def ask(word: str) -> None:
-        result = store.recall(RecallRequest(tenant=tenant, user_id="alice", query=f"{word} cluster"))
+        result = store.recall(
+            RecallRequest(tenant=tenant, user_id="alice", query=f"{word} cluster")
+        )
         texts[word] = result.text
 
     try:

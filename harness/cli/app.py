@@ -183,7 +183,9 @@ def status(url: UrlOption = None) -> None:
     console.print(f"schema revision {st.revision}")
     mode = st.embedder_mode
     if st.embed_model:
-        mode += f" ({st.embed_model}{', int8 queries' if st.embed_int8 else ''}, {st.embed_dim} dims)"
+        mode += (
+            f" ({st.embed_model}{', int8 queries' if st.embed_int8 else ''}, {st.embed_dim} dims)"
+        )
     else:
         mode += f" — {st.lexical_reason}"
     console.print(f"embedder        {escape(mode)}", soft_wrap=True)
@@ -608,9 +610,7 @@ async def _serve_http(
         raise _fail(exc) from exc
 
 
-def _print_start_line(
-    config: ServeConfig, public_url: str | None, url: str, embedder: str
-) -> None:
+def _print_start_line(config: ServeConfig, public_url: str | None, url: str, embedder: str) -> None:
     from harness.mcp_server.serve_config import start_line
     from harness.mcp_server.serving import base_url
     from harness.memory.store.db import redact_url
@@ -705,4 +705,3 @@ _register_console(app)
 
 def main() -> None:  # pragma: no cover - console-script shim
     app()
-

@@ -265,9 +265,7 @@ class MemoryRun:
             await self._record_finish("accepted" if outcome.accepted else "rejected", len(verdicts))
         return outcome
 
-    def remember_sync(
-        self, output: str | None, verdict: Verdict | Sequence[Verdict]
-    ) -> RunOutcome:
+    def remember_sync(self, output: str | None, verdict: Verdict | Sequence[Verdict]) -> RunOutcome:
         """:meth:`remember` for synchronous code (e.g. after ``agent.run_sync``), with a sync
         :class:`MemoryStore`; same writes, same errors.
 

@@ -36,9 +36,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without 
 
 __all__ = ["MemoryRun", "memory_instructions", "memory_run_of", "recallset_tools", "with_memory"]
 
-BaseInstructions = (
-    str | Callable[[RunContextWrapper[Any], Agent[Any]], str | Awaitable[str]] | None
-)
+BaseInstructions = str | Callable[[RunContextWrapper[Any], Agent[Any]], str | Awaitable[str]] | None
 InstructionsFunction = Callable[[RunContextWrapper[Any], Agent[Any]], Awaitable[str]]
 
 

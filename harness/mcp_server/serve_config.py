@@ -105,9 +105,7 @@ def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | Non
     if value is None:
         return None
     if value.strip().lower() not in allowed:
-        raise InvalidInput(
-            f"{flag}: one of {', '.join(allowed)}, got {value!r}", fields=(flag,)
-        )
+        raise InvalidInput(f"{flag}: one of {', '.join(allowed)}, got {value!r}", fields=(flag,))
     return value.strip().lower()
 
 
@@ -169,9 +167,7 @@ def resolve_serve_config(
     else:
         database_from = f"embedded server in {settings.home}"
     if flags.workers is not None and flags.workers < 1:
-        raise InvalidInput(
-            f"--workers: at least 1, got {flags.workers}", fields=("--workers",)
-        )
+        raise InvalidInput(f"--workers: at least 1, got {flags.workers}", fields=("--workers",))
     workers_from = _origin(settings, "mcp_workers", "--workers", flags.workers)
     workers = flags.workers or settings.mcp_workers or default_workers(usable_cores)
     if workers_from == "default":

@@ -187,8 +187,7 @@ class _Supervisor:
                 return 1
             if len(self.deaths) > MAX_DEATHS_PER_WORKER * self.count:
                 log.error(
-                    "%d MCP workers died within %.0fs (the last with code %s); stopping the "
-                    "server",
+                    "%d MCP workers died within %.0fs (the last with code %s); stopping the server",
                     len(self.deaths),
                     CRASH_WINDOW_S,
                     code,

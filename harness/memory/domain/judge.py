@@ -224,7 +224,6 @@ class JudgeModel:
         z = p.intercept + sum(c for _, c in contributions)
         return Judgement(_sigmoid(z), contributions)
 
-
     def judge_many(
         self, signals: Sequence[Signals], stats: QueryStats, mode: Mode
     ) -> list[Judgement]:
@@ -245,9 +244,7 @@ class JudgeModel:
         z = (p.intercept + total).tolist()
         names = tuple(name for name, _, _ in active)
         matrix = np.column_stack(products) if products else np.zeros((len(signals), 0))
-        return [
-            Judgement(_sigmoid(zi), _DeferredTerms(names, matrix, i)) for i, zi in enumerate(z)
-        ]
+        return [Judgement(_sigmoid(zi), _DeferredTerms(names, matrix, i)) for i, zi in enumerate(z)]
 
 
 class _DeferredTerms:

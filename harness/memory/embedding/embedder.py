@@ -147,9 +147,7 @@ class FastEmbedder:
         the same text always gets the same vector."""
         if self._query_model is None:
             return self.embed(texts)
-        return [
-            vector.tolist() for text in texts for vector in self._query_model.embed([text])
-        ]
+        return [vector.tolist() for text in texts for vector in self._query_model.embed([text])]
 
 
 @dataclass(frozen=True)

@@ -271,9 +271,7 @@ class RuleSet:
                 return self.rules[n], m
         return None
 
-    def _first_test(
-        self, low: str, candidates: set[tuple[int, int]]
-    ) -> set[tuple[int, int]]:
+    def _first_test(self, low: str, candidates: set[tuple[int, int]]) -> set[tuple[int, int]]:
         """The candidates that pass the lower-cased pattern over the lower-cased text (and are
         not refused from that match): the cheaper first test (same matches; see
         ``lowered_source``), which ``find`` only asks for when ``reads_lowered`` holds. It

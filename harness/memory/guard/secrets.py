@@ -103,6 +103,7 @@ def _placeholder(value: str) -> bool:
         return _PLACEHOLDER_LOWER.search(value.lower()) is not None
     return _PLACEHOLDER.search(value) is not None
 
+
 # Words that follow "password is / token:" in prose rather than a credential (en, de, fr, es, pt).
 _PROSE = _words(
     """a an the not no never only also in on at from for to of with by via now still being kept

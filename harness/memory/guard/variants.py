@@ -174,9 +174,11 @@ def guard_lazy_alternations(pattern: str) -> str:
 # Letters whose lower case is not the lower case of their upper case ("ſ" -> "S" -> "s"),
 # and the capital sigma (lower-cased "ς" or "σ" by its place in a word). Ignoring case, the
 # regex engine matches them as their upper case's letter; lower-cased, they stay apart.
-CASE_ODD = "\u00b5\u0131\u017f\u0345\u03a3\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5" + "".join(
-    map(chr, range(0x1C80, 0x1C89))
-) + "\u1e9b\u1fbe"
+CASE_ODD = (
+    "\u00b5\u0131\u017f\u0345\u03a3\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5"
+    + "".join(map(chr, range(0x1C80, 0x1C89)))
+    + "\u1e9b\u1fbe"
+)
 _HAS_CASE_ODD = re.compile(f"[{CASE_ODD}]")
 
 

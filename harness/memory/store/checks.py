@@ -141,8 +141,10 @@ def check_reason(reason: str) -> str:
 
 def check_lock_wait(seconds: float) -> int:
     """``cluster``'s wait for the table lock, in seconds (> 0, at most an hour); returns ms."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
-        0 < seconds <= 3600
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not (0 < seconds <= 3600)
     ):
         raise InvalidInput(
             "lock_wait_s: seconds to wait for the table's lock, more than 0 and at most 3600",
@@ -155,8 +157,10 @@ def check_index_memory(megabytes: int | None) -> int | None:
     """``cluster``'s memory for rebuilding indexes, in MB (1 to 1,048,576), or None."""
     if megabytes is None:
         return None
-    if isinstance(megabytes, bool) or not isinstance(megabytes, int) or not (
-        1 <= megabytes <= 1_048_576
+    if (
+        isinstance(megabytes, bool)
+        or not isinstance(megabytes, int)
+        or not (1 <= megabytes <= 1_048_576)
     ):
         raise InvalidInput(
             "index_memory_mb: whole megabytes for rebuilding indexes, 1 to 1048576 (or None: "

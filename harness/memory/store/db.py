@@ -67,9 +67,7 @@ def parse_url(url: str, *, setting: str = URL_SETTING) -> URL:
             "the port is not a number (or the password holds an unencoded ':')", setting
         ) from None
     if parsed.drivername not in _DRIVERS:
-        raise _bad_url(
-            f"driver {parsed.drivername!r} is not supported (psycopg 3 only)", setting
-        )
+        raise _bad_url(f"driver {parsed.drivername!r} is not supported (psycopg 3 only)", setting)
     if parsed.host and ("@" in parsed.host or "/" in parsed.host):
         raise _bad_url("the password (or user name) holds an unencoded '@' or '/'", setting)
     return parsed

@@ -124,7 +124,9 @@ class MemoryStore:
         self.embedder_choice: EmbedderChoice | None = None
         self.retriever = Retriever(RankingConfig(top_n=settings.recall_top_n))
         # concurrent recalls share model calls: queries waiting together are embedded together
-        self._query_batcher = BlockingQueryBatcher(lambda texts: embed_queries(self.embedder, texts))
+        self._query_batcher = BlockingQueryBatcher(
+            lambda texts: embed_queries(self.embedder, texts)
+        )
         self.runs = RunRecords(self.transaction)
 
     # --- construction --------------------------------------------------------------------------

@@ -377,9 +377,7 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
             unseen_w.label("unseen_w"),
             n_lexemes.label("n_lexemes"),
         )
-        .select_from(
-            qt.join(docs, literal_column("true")).join(per_word, literal_column("true"))
-        )
+        .select_from(qt.join(docs, literal_column("true")).join(per_word, literal_column("true")))
         .cte("weights")
         .prefix_with("MATERIALIZED")
     )
