@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 HARNESS_EMBED_MODEL_PATH ?= $(abspath $(wildcard ../shared/models/all-MiniLM-L6-v2-onnx))
 export HARNESS_EMBED_MODEL_PATH
 
-.PHONY: demo test lint typecheck pytest pytest-fast bench bench-smoke mutate clean
+.PHONY: demo test lint typecheck pytest pytest-fast pytest-db pytest-system bench bench-smoke mutate clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,18 +23,30 @@ demo: $(INSTALLED)
 
 test: lint typecheck pytest
 
+# ruff's rules and formatting, then the architecture: the import contracts in .importlinter.
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
+# Every test: tests/unit, tests/db and tests/system (pyproject.toml's testpaths).
 pytest: $(INSTALLED)
 	$(BIN)/pytest
 
-# Pure tests only (no PostgreSQL, no model): seconds.
+# Unit tests only: no PostgreSQL, no model, no other process; under a minute.
 pytest-fast: $(INSTALLED)
-	$(BIN)/pytest -m "not db and not model"
+	$(BIN)/pytest tests/unit
+
+# Database tests: the embedded PostgreSQL in-process (some with the embedding model).
+pytest-db: $(INSTALLED)
+	$(BIN)/pytest tests/db
+
+# System tests: subprocesses, servers, the browser, the wheel, real faults (minutes).
+pytest-system: $(INSTALLED)
+	$(BIN)/pytest tests/system
 
 # Mutation testing of the core (minutes to an hour): bench/results/mutation.json, docs/mutation.md.
 mutate: $(INSTALLED)

@@ -17,8 +17,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from harness.memory.embedding.embedder import Embedder, load_embedder
+from harness.memory.store.db import normalize_url
 from harness.memory.store.embedded import embedded_url
-from harness.memory.store.sync import MemoryStore, normalize_url
+from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
 
 WORK = Path(__file__).parent / ".work"

@@ -38,7 +38,7 @@ from harness.memory.store.sql import console as csql
 from harness.memory.store.sql.schema import memories
 from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
-from tests.console_helpers import sign_in
+from tests.support.console_helpers import sign_in
 
 TENANT = "bench-console"
 #: The index the console's listings and chart want (tenant first, as every index here).

@@ -3,13 +3,14 @@
     python -m bench.guard_bench            # writes bench/results/guard.json
     python -m bench.guard_bench --no-detect-secrets   # the default guard only (and its baseline)
 
-Rates come from ``tests/data/guard`` (secrets, injection attempts, ordinary sentences). Cost is
-the median of several timed passes, per write and per 1,000 characters, for the corpus rows as
-they are (short writes, so a fixed cost per call dominates) and for ~1,000-character memories
-built from ordinary sentences. When ``detect-secrets`` is installed (``pip install
+Rates come from ``tests/support/data/guard`` (secrets, injection attempts, ordinary sentences).
+Cost is the median of several timed passes, per write and per 1,000 characters, for the corpus
+rows as they are (short writes, so a fixed cost per call dominates) and for ~1,000-character
+memories built from ordinary sentences. When ``detect-secrets`` is installed (``pip install
 detect-secrets``) it is measured the same way behind the same ``check`` interface, alone and
 combined with the default guard, so the choice between them rests on numbers. Last, the guard
-is timed against the guard before the cost work (``tests/guard_oracle``), in the same process.
+is timed against the guard before the cost work (``tests/support/guard_oracle``), in the same
+process.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from harness.errors import MemoryRejected
 from harness.memory.domain.types import MemoryCandidate
 from harness.memory.guard import RegexGuard, default_guard
 
-DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "guard"
+DATA = Path(__file__).resolve().parent.parent / "tests" / "support" / "data" / "guard"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -160,15 +161,16 @@ def measure(name: str, guard: Any, corpora: dict[str, list[str]], repeats: int) 
 
 
 def versus_baseline(texts: list[str], repeats: int) -> dict[str, Any] | None:
-    """The guard before the cost work (``tests/guard_oracle``) and now, passes interleaved.
+    """The guard before the cost work (``tests/support/guard_oracle``) and now, passes
+    interleaved.
 
     Both run in this process over the same 1,000-character memories, alternating pass by pass,
     so a change in the machine's load falls on both; the ratio is the figure to trust.
     """
     try:
-        from tests.guard_oracle import default_guard as baseline_guard
+        from tests.support.guard_oracle import default_guard as baseline_guard
     except ImportError:
-        print("tests/guard_oracle not importable (run from the repository root)")
+        print("tests/support/guard_oracle not importable (run from the repository root)")
         return None
     pair = {"baseline": baseline_guard(), "default_guard": default_guard()}
     cands = [candidate(t) for t in texts]
@@ -187,7 +189,7 @@ def versus_baseline(texts: list[str], repeats: int) -> dict[str, Any] | None:
     per_1k = {n: statistics.median(v) / chars * 1e6 for n, v in cpu.items()}
     wall_1k = {n: statistics.median(v) / chars * 1e6 for n, v in wall.items()}
     return {
-        "what": "baseline = the guard before the cost work (tests/guard_oracle), same process",
+        "what": "baseline = the guard before the cost work (tests/support/guard_oracle), same process",
         "ms_per_1000_chars": {n: round(v, 4) for n, v in per_1k.items()},
         "wall_ms_per_1000_chars": {n: round(v, 4) for n, v in wall_1k.items()},
         "cpu_ratio": round(per_1k["default_guard"] / per_1k["baseline"], 3),

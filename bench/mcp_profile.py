@@ -40,8 +40,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from bench.common import RESULTS, CachedEmbedder, fresh_store
 from bench.soak import DETAILS, TOPICS, free_port, seed, start_server, stop_server
-from harness.mcp_server import Identity, TokenFile, build_server
-from harness.memory import AsyncMemoryStore
+from harness.mcp_server import TokenFile, build_server
+from harness.memory import AsyncMemoryStore, Caller
 from harness.memory.domain.types import RecallRequest
 
 __all__ = ["main"]
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     embedder = CachedEmbedder.load()
     store = fresh_store(embedder, "harness_profile")
-    users = [Identity(f"soak-t{t}", f"user{u}") for t in range(3) for u in range(4)]
+    users = [Caller(f"soak-t{t}", f"user{u}") for t in range(3) for u in range(4)]
     seed(store, embedder, args.memories, users)
     who = users[1]
 

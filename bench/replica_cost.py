@@ -29,7 +29,7 @@ from bench.synthetic import generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.store.migrate import upgrade_to_head
 from harness.settings import Settings
-from tests.pg_replica import primary_with_replica
+from tests.support.pg_replica import primary_with_replica
 
 RESULTS = Path(__file__).parent / "results" / "replica_cost.json"
 

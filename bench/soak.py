@@ -43,8 +43,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from bench.common import RESULTS, CachedEmbedder, fresh_store, percentiles, settle
-from harness.mcp_server import Identity, TokenFile
-from harness.memory import MemoryCandidate, MemoryStore
+from harness.mcp_server import TokenFile
+from harness.memory import Caller, MemoryCandidate, MemoryStore
 
 __all__ = ["main"]
 
@@ -101,7 +101,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def seed(store: MemoryStore, embedder: CachedEmbedder, n: int, users: list[Identity]) -> None:
+def seed(store: MemoryStore, embedder: CachedEmbedder, n: int, users: list[Caller]) -> None:
     """``n`` memories: 90 % user facts of one user, 10 % tenant-wide (platform) facts."""
     rng = random.Random(7)
     candidates = []
@@ -133,7 +133,7 @@ def seed(store: MemoryStore, embedder: CachedEmbedder, n: int, users: list[Ident
     settle(store)
 
 
-def cross_items(text: str, who: Identity) -> int:
+def cross_items(text: str, who: Caller) -> int:
     bad = 0
     for tenant, user in OWNER.findall(text):
         if tenant != who.tenant or user not in ("*", who.user_id):
@@ -146,7 +146,7 @@ def text_of(result: Any) -> str:
 
 
 async def mcp_client(
-    n: int, base: str, token: str, who: Identity, deadline: float, tally: Tally
+    n: int, base: str, token: str, who: Caller, deadline: float, tally: Tally
 ) -> None:
     """One closed-loop SDK client; a connection that breaks is counted and opened again (the
     memo handle outlives it)."""
@@ -177,7 +177,7 @@ async def _client_loop(
     n: int,
     rng: random.Random,
     state: dict[str, Any],
-    who: Identity,
+    who: Caller,
     deadline: float,
     tally: Tally,
 ) -> None:
@@ -261,7 +261,7 @@ def _memo_answer(
 
 
 async def ingest_client(
-    n: int, base: str, who: list[Identity], deadline: float, tally: Tally
+    n: int, base: str, who: list[Caller], deadline: float, tally: Tally
 ) -> None:
     rng = random.Random(1000 + n)
     sent: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
@@ -417,8 +417,8 @@ def run_phase(
     label: str,
     args: argparse.Namespace,
     store: MemoryStore,
-    users: list[Identity],
-    tokens: dict[Identity, str],
+    users: list[Caller],
+    tokens: dict[Caller, str],
     token_file: Path,
     src: Path | None,
 ) -> dict[str, Any]:
@@ -483,8 +483,8 @@ async def _warm(base: str, token: str) -> None:
 async def _drive(
     args: argparse.Namespace,
     base: str,
-    users: list[Identity],
-    tokens: dict[Identity, str],
+    users: list[Caller],
+    tokens: dict[Caller, str],
     pid: int,
     engine: sa.Engine,
     deadline: float,
@@ -646,7 +646,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("--clients 1-64, --ingest 0-8, --minutes up to 120")
     embedder = CachedEmbedder.load()
     store = fresh_store(embedder, "harness_soak")
-    users = [Identity(f"soak-t{t}", f"user{u}") for t in range(TENANTS) for u in range(4)]
+    users = [Caller(f"soak-t{t}", f"user{u}") for t in range(TENANTS) for u in range(4)]
     seed(store, embedder, args.memories, users)
     token_dir = Path(tempfile.mkdtemp(prefix="soak-tokens-"))
     token_file = TokenFile(token_dir / "tokens.json")

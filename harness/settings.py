@@ -1,4 +1,4 @@
-"""Settings read from ``HARNESS_*`` environment variables (README lists every one)."""
+"""Settings read from ``HARNESS_*`` environment variables (docs/configuration.md lists every one)."""
 
 from __future__ import annotations
 

@@ -7,23 +7,19 @@ The memory deletions are the store's public operations (``delete_workflow``,
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
-
-from sqlalchemy.engine import Connection
 
 from harness.clock import Clock
 from harness.errors import HarnessError, InvalidInput
 from harness.identifiers import check_identifier
+from harness.memory import MemoryStore
+from harness.memory.domain.listing import CleanupTask
 from harness.memory.domain.types import Memory, Scope
-from harness.memory.store.sync import MemoryStore
-from product_adapter import sql
 from product_adapter.spool import CleanupSpool
 
 __all__ = ["Backoff", "ProductAdapter"]
@@ -49,12 +45,6 @@ class Backoff:
         """The wait after the ``failures``-th consecutive failure (1 = the first)."""
         doublings = min(max(failures - 1, 0), 32)  # 2**32 * first is past any cap
         return min(self.first * (1 << doublings), self.cap)
-
-
-class _Claim(Enum):
-    NONE = "none"
-    DONE = "done"
-    FAILED = "failed"
 
 
 class ProductAdapter:
@@ -127,8 +117,7 @@ class ProductAdapter:
 
     def _queue(self, task: dict[str, Any]) -> None:
         try:
-            with self.store.transaction("queue cleanup", tenant=task["tenant"]) as conn:
-                conn.execute(sql.enqueue(_row(task)))
+            self.store.queue_cleanup(_task(task))
             return
         except Exception as exc:  # database still down: the spool keeps it across restarts
             log.info("cleanup queue unreachable (%s); spooling to %s", exc, self.spool.path)
@@ -143,9 +132,7 @@ class ProductAdapter:
         """Move spooled cleanups into the database queue. Returns how many moved."""
 
         def sink(entries: list[dict[str, Any]]) -> None:
-            with self.store.maintenance("drain spool") as conn:
-                for entry in entries:
-                    conn.execute(sql.enqueue(_row(entry)))
+            self.store.queue_cleanups([_task(entry) for entry in entries])
 
         return self.spool.drain(sink)
 
@@ -161,58 +148,36 @@ class ProductAdapter:
         self.drain_spool()
         finished = 0
         while limit is None or finished < limit:
-            claim = self._finish_one()
-            if claim is _Claim.NONE:
+            outcome = self.store.reconcile_next_cleanup(
+                now=self.clock.now(), retry_delay=self.backoff.after
+            )
+            if outcome.task is None:
                 break
-            finished += claim is _Claim.DONE
-        return finished
-
-    def _finish_one(self) -> _Claim:
-        now = self.clock.now()
-        with self.store.maintenance("reconcile") as conn:
-            task = conn.execute(sql.claim_next(now)).mappings().first()
-            if task is None:
-                return _Claim.NONE
-            # The claim's row lock keeps other reconcilers off this task while the store runs
-            # the cleanup in its own transaction (idempotent: a crash before mark_done only
-            # repeats it).
-            try:
-                self._cleanup(task["tenant"], task["target"], task["target_id"])
-            except Exception as exc:  # one failing cleanup must not hold up the others
-                retry_at = now + self.backoff.after(task["attempts"] + 1)
+            if outcome.error is not None:
+                task = outcome.task
                 log.warning(
                     "cleanup %s of %s %s/%s failed (attempt %d), retry at %s: %s",
-                    task["id"],
-                    task["target"],
-                    task["tenant"],
-                    task["target_id"],
-                    task["attempts"] + 1,
-                    retry_at.isoformat(),
-                    exc,
+                    task.id,
+                    task.target,
+                    task.tenant,
+                    task.target_id,
+                    outcome.attempts,
+                    outcome.retry_at.isoformat() if outcome.retry_at else "?",
+                    outcome.error,
                 )
-                conn.execute(sql.mark_failed(task["tenant"], task["id"], str(exc), retry_at))
-                return _Claim.FAILED
-            conn.execute(sql.mark_done(task["tenant"], task["id"], self.clock.now()))
-        return _Claim.DONE
+            finished += outcome.done
+        return finished
 
     def pending_cleanups(self, tenant: str | None = None) -> int:
         """Cleanups not yet finished (backing-off ones included): queued in the database plus
         still in the spool."""
         spooled = sum(1 for e in self.spool.entries() if tenant is None or e["tenant"] == tenant)
         try:
-            with self._count_transaction(tenant) as conn:
-                queued = sum(int(n) for _, n in conn.execute(sql.count_open(tenant)))
+            queued = self.store.count_open_cleanups(tenant)
         except HarnessError:
             queued = 0
             log.warning("database unreachable; counting spooled cleanups only")
         return spooled + queued
-
-    def _count_transaction(
-        self, tenant: str | None
-    ) -> contextlib.AbstractContextManager[Connection]:
-        if tenant is None:
-            return self.store.maintenance("count cleanups")
-        return self.store.transaction("count cleanups", tenant=check_identifier(tenant, "tenant"))
 
     def spooled_by_tenant(self) -> dict[str, int]:
         """Spooled (not yet in the database) cleanups per tenant."""
@@ -243,5 +208,12 @@ class ProductAdapter:
         return self.store.audit(tenant)
 
 
-def _row(task: dict[str, Any]) -> dict[str, Any]:
-    return {**task, "created_at": datetime.fromisoformat(task["created_at"])}
+def _task(entry: dict[str, Any]) -> CleanupTask:
+    """A spool entry (or a hook's task) as the store's value."""
+    return CleanupTask(
+        id=entry["id"],
+        tenant=entry["tenant"],
+        target=entry["target"],
+        target_id=entry["target_id"],
+        created_at=datetime.fromisoformat(entry["created_at"]),
+    )

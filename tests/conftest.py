@@ -1,15 +1,21 @@
-"""Shared fixtures: one embedded PostgreSQL per test session, a fresh database per session,
-a unique tenant per test. Set HARNESS_TEST_DATABASE_URL to use another server instead."""
+"""Fixtures every kind of test may use, and the markers that follow the folders.
+
+Tests live by kind: ``tests/unit`` (no database, no model, no other process), ``tests/db``
+(PostgreSQL in-process, some the real model), ``tests/system`` (subprocesses, servers, a
+browser, a wheel, real faults). Each test is marked ``unit``, ``db`` or ``system`` after its
+folder, and ``model`` when it uses the real embedding model. Helpers live in ``tests/support``.
+
+One embedded PostgreSQL per test session, a fresh database per session, a unique tenant per
+test. Set HARNESS_TEST_DATABASE_URL to use another server instead."""
 
 from __future__ import annotations
 
-import hashlib
-import math
+import asyncio
 import os
 import uuid
-from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
@@ -19,17 +25,22 @@ from sqlalchemy.engine import make_url
 from harness.clock import FixedClock
 from harness.memory.embedding.embedder import Embedder, load_embedder
 from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory.store.db import normalize_url
 from harness.memory.store.migrate import upgrade_to_head
-from harness.memory.store.sync import MemoryStore, normalize_url
+from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
-from tests.loop_thread import LoopThread, open_async_store
+from tests.support.hash_embedder import HashEmbedder
+from tests.support.kinds import MODEL_FIXTURES, TESTS, kind_of
+from tests.support.loop_thread import LoopThread, open_async_store
+from tests.support.stores import T0, create_database, make_store
+
+if TYPE_CHECKING:
+    from harness.console import AdminTokenFile
 
 # Speed is measured in bench/, not asserted by tests: a per-example deadline only turns a busy
 # shared machine into a failure. Each test's own max_examples/stateful settings still apply.
 hypothesis_settings.register_profile("harness", deadline=None)
 hypothesis_settings.load_profile("harness")
-
-T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 # Under mutation testing (bench/mutation.py sets HARNESS_MUTATION) every mutant must meet the
 # same examples, and a loaded machine must not turn a slow example into a "killed" mutant.
@@ -40,33 +51,29 @@ if os.environ.get("HARNESS_MUTATION"):
     hypothesis_settings.load_profile("mutation")
 
 
-class HashEmbedder:
-    """Deterministic bag-of-words vectors: no model, still a real vector path."""
+# --- markers follow the folders ------------------------------------------------------------------
 
-    def __init__(self, dim: int = 384, name: str = "test/hash-embedder"):
-        self._dim = dim
-        self._name = name
 
-    @property
-    def model_name(self) -> str:
-        return self._name
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        kind = kind_of(item.path)
+        if kind is not None:
+            item.add_marker(kind)
+        if set(getattr(item, "fixturenames", ())) & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
 
-    @property
-    def dim(self) -> int:
-        return self._dim
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vec = [0.0] * self._dim
-            for word in text.lower().split():
-                h = int(
-                    hashlib.blake2b(word.strip(".,?!:;").encode(), digest_size=8).hexdigest(), 16
-                )
-                vec[h % self._dim] += 1.0
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append([v / norm for v in vec])
-        return out
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if kind_of(item.path) is None and TESTS in Path(item.path).resolve().parents:
+        pytest.fail(
+            f"{item.nodeid}: a test lives in tests/unit, tests/db or tests/system (see "
+            "tests/conftest.py), so its folder says what it needs",
+            pytrace=False,
+        )
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------------
 
 
 def _server_url(tmp_root: Path) -> str:
@@ -76,17 +83,6 @@ def _server_url(tmp_root: Path) -> str:
     from harness.memory.store.embedded import embedded_url
 
     return normalize_url(embedded_url(tmp_root / "harness-home"))
-
-
-def create_database(server_url: str, name: str, template: str | None = None) -> str:
-    """Create a database on the server (empty, or a copy of ``template``); return its URL."""
-    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
-    copy = f' TEMPLATE "{template}"' if template else ""
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"{copy}'))
-    admin.dispose()
-    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="session")
@@ -129,6 +125,19 @@ def fresh_db_url(server_url: str) -> str:
 
 
 @pytest.fixture(scope="session")
+def semantic_db_url(server_url: str) -> str:
+    """A migrated database for stores with the real model (vectors of one model per store)."""
+    url = create_database(server_url, f"harness_semantic_{os.getpid()}")
+    engine = sa.create_engine(url)
+    upgrade_to_head(engine)
+    engine.dispose()
+    return url
+
+
+# --- the embedding model -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
 def real_embedder() -> Embedder:
     settings = Settings.from_env()
     # As the product loads it (queries through the int8 copy only with HARNESS_EMBED_INT8=on).
@@ -143,6 +152,9 @@ def real_embedder() -> Embedder:
             f"local all-MiniLM-L6-v2 ONNX folder ({reason})"
         )
     return embedder
+
+
+# --- clock and tenants ---------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -162,43 +174,7 @@ def other_tenant(tenant: str) -> str:
     return f"{tenant}-b"
 
 
-#: Fixtures that reach PostgreSQL or load the embedding model; tests using them (directly or
-#: through another fixture) are marked ``db`` / ``model`` so ``pytest -m "not db"`` stays pure.
-_DB_FIXTURES = frozenset({"server_url"})
-_MODEL_FIXTURES = frozenset({"real_embedder"})
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        if names & _DB_FIXTURES or item.get_closest_marker("subprocess"):
-            item.add_marker(pytest.mark.db)
-        if names & _MODEL_FIXTURES:
-            item.add_marker(pytest.mark.model)
-
-
-#: A PostgreSQL URL nothing listens on: a real connection failure, fast.
-UNREACHABLE_URL = "postgresql+psycopg://postgres@127.0.0.1:9/harness"
-
-
-def unreachable_store() -> MemoryStore:
-    """A store whose database cannot be reached (no migration, no model check)."""
-    return MemoryStore.connect(
-        UNREACHABLE_URL, embedder=HashEmbedder(), migrate=False, check_model=False
-    )
-
-
-def make_store(
-    db_url: str, embedder: Embedder | None, clock: FixedClock | None = None, **settings: object
-) -> MemoryStore:
-    return MemoryStore.connect(
-        db_url,
-        embedder=embedder,
-        clock=clock,
-        migrate=False,
-        check_model=False,
-        settings=Settings.from_env(**settings),
-    )  # type: ignore[arg-type]
+# --- stores --------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -235,19 +211,9 @@ def lexical_store(db_url: str, clock: FixedClock) -> Iterator[MemoryStore]:
     s.close()
 
 
-@pytest.fixture(scope="session")
-def semantic_db_url(server_url: str) -> str:
-    """A migrated database for stores with the real model (vectors of one model per store)."""
-    url = create_database(server_url, f"harness_semantic_{os.getpid()}")
-    engine = sa.create_engine(url)
-    upgrade_to_head(engine)
-    engine.dispose()
-    return url
-
-
 @pytest.fixture
 def aloop() -> Iterator[LoopThread]:
-    """An event loop in a thread of its own, for one test (see ``tests/loop_thread.py``)."""
+    """An event loop in a thread of its own, for one test (see ``tests/support/loop_thread.py``)."""
     loop = LoopThread()
     yield loop
     loop.close()
@@ -256,7 +222,45 @@ def aloop() -> Iterator[LoopThread]:
 @pytest.fixture
 def astore(aloop: LoopThread, db_url: str, clock: FixedClock) -> Iterator[AsyncMemoryStore]:
     """The asyncio twin of :func:`store` (same database, hash embedder, clock), living on
-    ``aloop``: run its coroutines with ``aloop.run(...)``."""
+    ``aloop``: run its coroutines with ``aloop.run(...)``. (tests/db/integrations/ has its own
+    ``astore``, on ``runner``.)"""
     s = aloop.run(open_async_store(db_url, HashEmbedder(), clock))
     yield s
     aloop.run(s.close())
+
+
+# --- shared by the parts of one topic in different folders ---------------------------------------
+
+
+@pytest.fixture
+def runner() -> Iterator[asyncio.Runner]:
+    """An asyncio runner for this test (modules that need one per module define their own)."""
+    with asyncio.Runner() as r:
+        yield r
+
+
+@pytest.fixture(params=["run", "arun"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """The engine tests: ``run``: the blocking engine on MemoryStore; ``arun``: the asyncio
+    engine on an AsyncMemoryStore over the same database, with coroutine model and judge."""
+    return str(request.param)
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> AdminTokenFile:
+    """The console tests: an admin token file of this test."""
+    from harness.console import AdminTokenFile
+
+    return AdminTokenFile(tmp_path / "console-tokens.json")
+
+
+@pytest.fixture
+def _no_model_requests() -> Iterator[None]:
+    """The pydantic-ai tests (``pytestmark = pytest.mark.usefixtures(...)``): no request may
+    reach a real model."""
+    from pydantic_ai import models
+
+    saved = models.ALLOW_MODEL_REQUESTS
+    models.ALLOW_MODEL_REQUESTS = False
+    yield
+    models.ALLOW_MODEL_REQUESTS = saved

@@ -25,15 +25,13 @@ from rich.table import Table
 from harness._version import __version__
 from harness.errors import HarnessError, InvalidInput
 from harness.memory.store.embedded import release_embedded
-from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
 from harness.shutdown import exit_on_signals
-from product_adapter import ProductAdapter
 
 if TYPE_CHECKING:
-    from harness.mcp_server.identity import Identity
     from harness.mcp_server.serve_config import ServeConfig
-    from harness.memory.store.aio import AsyncMemoryStore
+    from harness.memory import AsyncMemoryStore, Caller, MemoryStore
+    from product_adapter import ProductAdapter
 
 __all__ = ["app"]
 
@@ -89,6 +87,9 @@ def _open_store(
     def release() -> None:
         if embedded:
             release_embedded(home)
+
+    # the store's modules load here, not at import: `harness-memory --version` stays fast
+    from harness.memory import MemoryStore
 
     with exit_on_signals(last_resort=release):
         try:
@@ -165,6 +166,8 @@ def status(url: UrlOption = None) -> None:
     settings = _settings()
     with _open_store(url, check_model=False, settings=settings, read_only=True) as store:
         st = store.status()
+        from product_adapter import ProductAdapter
+
         spooled = ProductAdapter(store).spooled_by_tenant()
         mismatch = None
         try:
@@ -264,6 +267,8 @@ app.add_typer(admin, name="admin")
 def _adapter(url: str | None, *, read_only: bool = False) -> Iterator[ProductAdapter]:
     """The product adapter over a fresh store; typed errors become exit code 2. A read-only
     command never migrates."""
+    from product_adapter import ProductAdapter
+
     with _open_store(url, check_model=False, read_only=read_only) as store:
         try:
             yield ProductAdapter(store)
@@ -440,8 +445,8 @@ def mcp(
     in-flight calls a short grace (0.3 s), answers the rest "Memory is shutting down" as a tool
     error, and releases the store.
     """
-    from harness.mcp_server import Identity
     from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config, serving_settings
+    from harness.memory import Caller
 
     settings = _settings()
     flags = ServeFlags(http, tokens, ingest_key_file, log_level, log_format, url, workers)
@@ -466,7 +471,7 @@ def mcp(
     identity = (
         None
         if config is not None
-        else Identity(
+        else Caller(
             tenant or settings.mcp_tenant or "",
             user or settings.mcp_user or "",
             workflow or settings.mcp_workflow,
@@ -517,7 +522,7 @@ def _exit_after_signal(stop: SystemExit) -> NoReturn:
 async def _serve_mcp(
     url: str | None,
     settings: Settings,
-    identity: Identity | None,
+    identity: Caller | None,
     config: ServeConfig | None,
     sock: socket.socket | None,
     public_url: str | None,
@@ -525,7 +530,7 @@ async def _serve_mcp(
     """Open the asyncio store on this event loop (its pool belongs to it) and serve."""
     from harness.mcp_server import build_server
     from harness.mcp_server.serving import freeze_startup_heap
-    from harness.memory.store.aio import AsyncMemoryStore
+    from harness.memory import AsyncMemoryStore
 
     try:
         store = await AsyncMemoryStore.connect(url, settings=settings)
@@ -646,12 +651,13 @@ def mcp_token(
     """Mint a bearer token for the HTTP MCP server; only its hash is stored. Shown once."""
     import time
 
-    from harness.mcp_server import Identity, TokenFile
+    from harness.mcp_server import TokenFile
+    from harness.memory import Caller
 
     path = _settings().mcp_tokens_path
     expires_at = time.time() + expires_in_days * 86400 if expires_in_days is not None else None
     try:
-        token = TokenFile(path).add(Identity(tenant, user, workflow), expires_at=expires_at)
+        token = TokenFile(path).add(Caller(tenant, user, workflow), expires_at=expires_at)
     except HarnessError as exc:
         raise _fail(exc) from exc
     console.print(f"token for {tenant}/{user} (stored hashed in {path}):")

@@ -8,8 +8,8 @@ from urllib.parse import unquote
 from rich.console import Console
 from rich.markup import escape
 
+from harness.memory import MemoryStore
 from harness.memory.domain.types import Scope
-from harness.memory.store.sync import MemoryStore
 from harness.run.engine import Engine, RunInput, Verdict
 from harness.run.extract import RuleExtractor
 

@@ -48,9 +48,9 @@ from harness.errors import (
     MemoryNotFound,
     StoreUnavailable,
 )
+from harness.memory import MemoryStore
+from harness.memory.domain.listing import BrowseFilter
 from harness.memory.domain.types import Kind, RecallRequest, Scope, Status
-from harness.memory.store.sql.console import BrowseFilter
-from harness.memory.store.sync import MemoryStore
 
 __all__ = ["BROWSE_PAGE", "PENDING_PAGE", "build_console_app", "console_mount"]
 

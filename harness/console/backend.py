@@ -14,26 +14,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.errors import InvalidInput, MemoryNotFound
+from harness.memory import MemoryStore
+from harness.memory.domain.listing import BrowseFilter, Cursor, PendingReview
 from harness.memory.domain.recall import RecallResult
-from harness.memory.domain.types import Memory, RecallRequest, Scope
-from harness.memory.store.migrate import current_revision
-from harness.memory.store.ops.vectors import stored_model
-from harness.memory.store.rows import memory_from_row
-from harness.memory.store.sql import console as csql
-from harness.memory.store.sync import MemoryStore
+from harness.memory.domain.types import Memory, RecallRequest
 from product_adapter import ProductAdapter
 
 __all__ = [
     "ConsoleBackend",
     "Cursor",
-    "PendingItem",
     "StatusReport",
     "format_cursor",
     "parse_cursor",
     "parse_memory_id",
 ]
-
-Cursor = tuple[datetime, uuid.UUID]
 
 
 def parse_memory_id(raw: str) -> uuid.UUID:
@@ -65,15 +59,6 @@ def parse_cursor(raw: str | None, field_name: str) -> Cursor | None:
         raise InvalidInput(
             f"{field_name}: {raw!r} is not a page cursor", fields=(field_name,)
         ) from None
-
-
-@dataclass(frozen=True)
-class PendingItem:
-    """A pending memory with what it would replace and its nearest active neighbours."""
-
-    memory: Memory
-    would_supersede: Memory | None
-    similar: list[tuple[Memory, float]]
 
 
 @dataclass(frozen=True)
@@ -135,56 +120,27 @@ class ConsoleBackend:
 
     def audit_of(self, tenant: str, memory_id: uuid.UUID) -> list[dict[str, Any]]:
         """Approval decisions recorded for one memory of ``tenant``."""
-        with self.store.transaction("console audit", tenant=tenant) as conn:
-            rows = conn.execute(csql.audit_of_memory(tenant, memory_id)).mappings().all()
-        return [dict(r) for r in rows]
+        return self.store.audit_of(memory_id, tenant=tenant)
 
     # --- listings ------------------------------------------------------------------------------
 
     def pending(
         self, tenant: str, *, after: Cursor | None, limit: int
-    ) -> tuple[list[PendingItem], Cursor | None]:
+    ) -> tuple[list[PendingReview], Cursor | None]:
         """One page of the approval queue, oldest first, and the cursor of the next page."""
-        with self.store.transaction("console pending", tenant=tenant) as conn:
-            rows = conn.execute(csql.pending_page(tenant, after=after, limit=limit + 1)).mappings()
-            page = [memory_from_row(r) for r in rows.all()]
-            more = len(page) > limit
-            page = page[:limit]
-            similar: dict[uuid.UUID, list[tuple[Memory, float]]] = {}
-            groups: dict[tuple[Scope, str], list[uuid.UUID]] = {}
-            for mem in page:
-                if mem.has_embedding:
-                    groups.setdefault((mem.scope, mem.scope_id), []).append(mem.id)
-            for (scope, scope_id), ids in groups.items():
-                for r in conn.execute(
-                    csql.similar_active(tenant, ids, scope, scope_id, self.similar_limit)
-                ).mappings():
-                    similar.setdefault(r["probe_id"], []).append(
-                        (memory_from_row(r), float(r["similarity"]))
-                    )
-            items = []
-            for mem in page:
-                replaced = None
-                if mem.key is not None:
-                    row = (
-                        conn.execute(
-                            csql.active_for_key_readonly(tenant, mem.scope, mem.scope_id, mem.key)
-                        )
-                        .mappings()
-                        .first()
-                    )
-                    replaced = memory_from_row(row) if row else None
-                items.append(PendingItem(mem, replaced, similar.get(mem.id, [])))
-        nxt = (page[-1].created_at, page[-1].id) if more and page else None
-        return items, nxt
+        page = self.store.pending_reviews(
+            tenant, after=after, limit=limit + 1, similar_limit=self.similar_limit
+        )
+        more = len(page) > limit
+        page = page[:limit]
+        nxt = (page[-1].memory.created_at, page[-1].memory.id) if more and page else None
+        return page, nxt
 
     def browse(
-        self, tenant: str, flt: csql.BrowseFilter, *, before: Cursor | None, limit: int
+        self, tenant: str, flt: BrowseFilter, *, before: Cursor | None, limit: int
     ) -> tuple[list[Memory], Cursor | None]:
         """One page of the tenant's memories, newest first, and the cursor of the next page."""
-        with self.store.transaction("console browse", tenant=tenant) as conn:
-            rows = conn.execute(csql.browse(tenant, flt, before=before, limit=limit + 1))
-            page = [memory_from_row(r) for r in rows.mappings().all()]
+        page = self.store.browse(tenant, flt, before=before, limit=limit + 1)
         more = len(page) > limit
         page = page[:limit]
         nxt = (page[-1].created_at, page[-1].id) if more and page else None
@@ -202,19 +158,8 @@ class ConsoleBackend:
         now = self.store.clock.now()
         since = (now - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
         # Several tenants at once: the admin's own list, each statement filtered by it.
-        with self.store.maintenance("console status") as conn:
-            revision = current_revision(conn)
-            stored, _ = stored_model(conn)
-            counts = [dict(r) for r in conn.execute(csql.counts_by_dimension(tenants)).mappings()]
-            cleanups = {
-                r["tenant"]: int(r["n"])
-                for r in conn.execute(csql.open_cleanups(tenants)).mappings()
-            }
-            per_day: dict[str, list[dict[str, Any]]] = {}
-            for tenant in tenants:
-                per_day[tenant] = [
-                    dict(r) for r in conn.execute(csql.written_per_day(tenant, since)).mappings()
-                ]
+        seen = self.store.activity(tenants, since=since)
+        counts, cleanups, per_day = seen.counts, dict(seen.cleanups), seen.per_day
         embedder = self.store.embedder
         for tenant, n in ProductAdapter(self.store).spooled_by_tenant().items():
             if tenant in tenants:
@@ -231,8 +176,8 @@ class ConsoleBackend:
             embedder_mode="lexical-only" if embedder is None else "hybrid",
             embed_model=embedder.model_name if embedder else None,
             embed_dim=embedder.dim if embedder else None,
-            stored_model=stored,
+            stored_model=seen.stored_model,
             lexical_reason=self.store.lexical_reason,
-            revision=revision,
+            revision=seen.revision,
             days=[since.replace(tzinfo=None) + timedelta(days=i) for i in range(days)],
         )

@@ -45,7 +45,7 @@ def console_command(
     import uvicorn
 
     from harness.console import AdminTokenFile, build_console_app, default_token_path
-    from harness.memory.store.sync import MemoryStore
+    from harness.memory import MemoryStore
     from harness.settings import Settings
 
     try:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InvalidInput
-from harness.mcp_server.identity import hash_token
+from harness.token_files import WatchedFile, hash_token, mint_token, read_entries, write_entries
 
 __all__ = ["ENV_TOKENS", "Admin", "AdminTokenFile", "default_token_path", "hash_token"]
 
@@ -52,24 +50,16 @@ class AdminTokenFile:
 
     def __init__(self, path: Path):
         self.path = path
-        self._cache: dict[str, Admin] = {}
-        self._mtime: int | None = None
+        self._file = WatchedFile(path, lambda _: self._read())
 
     def load(self) -> dict[str, Admin]:
         """Hash -> admin. A missing file means no admins."""
-        mtime = self.path.stat().st_mtime_ns if self.path.exists() else None
-        if mtime != self._mtime or mtime is None:
-            self._cache = self._read()
-            self._mtime = mtime
-        return self._cache
+        return self._file.current()
 
     def _read(self) -> dict[str, Admin]:
-        if not self.path.exists():
-            return {}
-        data = json.loads(self.path.read_text(encoding="utf-8"))
         return {
             entry["sha256"]: Admin(entry["name"], tuple(entry["tenants"]))
-            for entry in data.get("admins", [])
+            for entry in read_entries(self.path, "admins")
         }
 
     def verify(self, token: str) -> Admin | None:
@@ -88,7 +78,7 @@ class AdminTokenFile:
         Side effect: rewrites the file atomically with mode 0600.
         """
         admin = Admin(name.strip(), tuple(dict.fromkeys(t.strip() for t in tenants)))
-        token = "hmc_" + secrets.token_urlsafe(32)
+        token = mint_token("hmc_")
         entries = [
             {"sha256": h, "name": a.name, "tenants": list(a.tenants)}
             for h, a in self._read().items()
@@ -96,9 +86,5 @@ class AdminTokenFile:
         entries.append(
             {"sha256": hash_token(token), "name": admin.name, "tenants": list(admin.tenants)}
         )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"admins": entries}, indent=2), encoding="utf-8")
-        os.chmod(tmp, 0o600)
-        tmp.replace(self.path)
+        write_entries(self.path, "admins", entries)
         return token

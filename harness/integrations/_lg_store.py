@@ -39,6 +39,8 @@ from harness.integrations._lg_mapping import (
     value_of,
     word_overlap,
 )
+from harness.memory import AsyncMemoryStore, MemoryStore
+from harness.memory.domain.listing import BrowseFilter
 from harness.memory.domain.types import (
     Memory,
     MemoryCandidate,
@@ -47,10 +49,6 @@ from harness.memory.domain.types import (
     Source,
     Status,
 )
-from harness.memory.store.aio import AsyncMemoryStore
-from harness.memory.store.rows import memory_from_row
-from harness.memory.store.sql.console import BrowseFilter, browse
-from harness.memory.store.sync import MemoryStore
 
 __all__ = ["HarnessStore"]
 
@@ -170,9 +168,7 @@ class HarnessStore(BaseStore):
         before: tuple[datetime, uuid.UUID] | None = None
         flt = self._browse_filter(call.prefix)
         while len(found) < self.scan_limit:
-            with store.transaction("langgraph listing", tenant=self.tenant) as conn:
-                rows = conn.execute(browse(self.tenant, flt, before=before, limit=_PAGE))
-                page = [memory_from_row(r) for r in rows.mappings().all()]
+            page = store.browse(self.tenant, flt, before=before, limit=_PAGE)
             found += page
             if len(page) < _PAGE:
                 break
@@ -191,9 +187,7 @@ class HarnessStore(BaseStore):
         before: tuple[datetime, uuid.UUID] | None = None
         flt = self._browse_filter(call.prefix)
         while len(found) < self.scan_limit:
-            async with store.transaction("langgraph listing", tenant=self.tenant) as conn:
-                rows = await conn.execute(browse(self.tenant, flt, before=before, limit=_PAGE))
-                page = [memory_from_row(r) for r in rows.mappings().all()]
+            page = await store.browse(self.tenant, flt, before=before, limit=_PAGE)
             found += page
             if len(page) < _PAGE:
                 break

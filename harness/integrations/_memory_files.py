@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from harness.memory.domain.caller import Caller
 from harness.memory.domain.types import Kind, Memory, Scope
 from harness.recallset import Mark, RecallSet
 
@@ -31,8 +32,8 @@ __all__ = [
     "FileError",
     "FileLocation",
     "MemoryFiles",
-    "RunIdentity",
     "StagedChange",
+    "scope_ids",
 ]
 
 ROOT = "/memories"
@@ -51,23 +52,14 @@ class FileError(Exception):
     """A command the tool refuses; the message is the tool's error text for the model."""
 
 
-@dataclass(frozen=True)
-class RunIdentity:
-    """Whose run this is (from the caller's verified context)."""
-
-    tenant: str
-    user_id: str
-    workflow_id: str | None = None
-    session_id: str | None = None
-
-    def scope_ids(self) -> dict[Scope, str | None]:
-        """The scopes this run may read and write, with their ids."""
-        ids: dict[Scope, str | None] = {Scope.PLATFORM: None, Scope.USER: self.user_id}
-        if self.workflow_id:
-            ids[Scope.WORKFLOW] = self.workflow_id
-        if self.session_id:
-            ids[Scope.SESSION] = self.session_id
-        return ids
+def scope_ids(caller: Caller) -> dict[Scope, str | None]:
+    """The scopes ``caller``'s run may read and write, with their ids."""
+    ids: dict[Scope, str | None] = {Scope.PLATFORM: None, Scope.USER: caller.user_id}
+    if caller.workflow_id:
+        ids[Scope.WORKFLOW] = caller.workflow_id
+    if caller.session_id:
+        ids[Scope.SESSION] = caller.session_id
+    return ids
 
 
 @dataclass(frozen=True)
@@ -121,7 +113,7 @@ class MemoryFiles:
 
     def __init__(
         self,
-        identity: RunIdentity,
+        identity: Caller,
         recallset: RecallSet,
         *,
         max_file_chars: int,
@@ -141,7 +133,7 @@ class MemoryFiles:
 
     def load(self, memories: Iterable[Memory]) -> None:
         """Show these stored memories as files (items of other identities are ignored)."""
-        ids = self.identity.scope_ids()
+        ids = scope_ids(self.identity)
         for memory in memories:
             if memory.tenant != self.identity.tenant or memory.scope not in ids:
                 continue
@@ -199,7 +191,7 @@ class MemoryFiles:
             scope = Scope(parts[0])
         except ValueError:
             raise FileError(f"Path {path}: unknown folder {parts[0]!r}. {LAYOUT}") from None
-        ids = self.identity.scope_ids()
+        ids = scope_ids(self.identity)
         if scope not in ids:
             raise FileError(f"Path {path}: this run has no {scope.value}. {LAYOUT}")
         rest = parts[1:]

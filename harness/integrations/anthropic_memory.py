@@ -57,15 +57,9 @@ from harness.integrations._memory_files import (
     FileError,
     FileLocation,
     MemoryFiles,
-    RunIdentity,
     StagedChange,
 )
-from harness.integrations._verdicts import (
-    Remembered,
-    lesson_for,
-    write_candidates,
-    write_candidates_async,
-)
+from harness.memory import AsyncMemoryStore, Caller, MemoryStore
 from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import (
     Memory,
@@ -75,13 +69,12 @@ from harness.memory.domain.types import (
     Source,
     Status,
 )
-from harness.memory.store.aio import AsyncMemoryStore
-from harness.memory.store.checks import validate_candidates
-from harness.memory.store.sync import MemoryStore
 from harness.recallset import RecallSet
+from harness.run import after_verdict
+from harness.run.after_verdict import Remembered, lessons, write_all
 from harness.run.engine import Verdict
 
-__all__ = ["LAYOUT", "AsyncHarnessMemoryTool", "HarnessMemoryTool", "Remembered", "RunIdentity"]
+__all__ = ["LAYOUT", "AsyncHarnessMemoryTool", "HarnessMemoryTool", "Remembered"]
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +115,7 @@ class _Run:
     def __init__(
         self,
         store: MemoryStore | AsyncMemoryStore,
-        identity: RunIdentity,
+        identity: Caller,
         recallset: RecallSet | None,
         run_id: str | None,
     ) -> None:
@@ -153,9 +146,7 @@ class _Run:
 
     def _check(self, loc: FileLocation, content: str) -> None:
         try:
-            validate_candidates(
-                [self._candidate(loc, content)], self.store.settings, self.store.guard, single=True
-            )
+            self.store.check_candidate(self._candidate(loc, content))
         except MemoryRejected as exc:
             raise FileError(f"Refused: {exc.reason}. Memory files must not hold that.") from None
         except InvalidInput as exc:
@@ -164,12 +155,12 @@ class _Run:
     def request(
         self, query: str, budget_chars: int, max_items: int, max_item_chars: int
     ) -> RecallRequest:
-        return RecallRequest(
+        return RecallRequest.for_caller(
+            self.identity,
             query=query,
             budget_chars=budget_chars,
             max_items=max_items,
             max_item_chars=max_item_chars,
-            **vars(self.identity),
         )
 
     def stage(self, name: str, command: object) -> str:
@@ -205,17 +196,10 @@ class _Run:
                     change.content is None or change.location.key is None
                 ):
                     forgets.append(change.base.id)
-        lesson = lesson_for(
-            verdict,
-            tenant=self.identity.tenant,
-            user_id=self.identity.user_id,
-            workflow_id=self.identity.workflow_id,
-            task_input=task_input,
-            run_id=self.run_id,
-        )
+        taught = lessons([verdict], caller=self.identity, task_input=task_input, run_id=self.run_id)
         self.files.clear()
         self.recallset.clear()
-        return writes + ([lesson] if lesson else []), forgets
+        return writes + taught, forgets
 
     def _writes(self, change: StagedChange) -> list[MemoryCandidate]:
         if change.content is None:
@@ -243,9 +227,7 @@ class HarnessMemoryTool(BetaAbstractMemoryTool):
     ) -> None:
         super().__init__()
         self.store = store
-        self.run = _Run(
-            store, RunIdentity(tenant, user_id, workflow_id, session_id), recallset, run_id
-        )
+        self.run = _Run(store, Caller(tenant, user_id, workflow_id, session_id), recallset, run_id)
 
     def recall(
         self,
@@ -259,11 +241,8 @@ class HarnessMemoryTool(BetaAbstractMemoryTool):
         first request's ``system``. A store failure degrades to an empty result."""
         if self.run.recalled is None:
             request = self.run.request(query, budget_chars, max_items, max_item_chars)
-            try:
-                self.run.recalled = self.store.recall(request)
-            except Exception as exc:  # recall must never break the host run
-                log.warning("recall failed; the run continues without memory: %s", exc)
-                self.run.recalled = RecallResult.empty(degraded=True, reason=str(exc))
+            # the store's recall degrades to an empty result on failure; it never raises
+            self.run.recalled = self.store.recall(request)
             self.run.files.load(item.memory for item in self.run.recalled.items)
         return self.run.recalled
 
@@ -310,7 +289,7 @@ class HarnessMemoryTool(BetaAbstractMemoryTool):
         """After the final verdict (once per run): write what it calls for. Refusals and
         failures are reported in the result, never raised; the staged files are then gone."""
         writes, forgets = self.run.plan(verdict, task_input)
-        out = write_candidates(self.store, writes)
+        out = after_verdict.remember(self.store, write_all(writes))
         for memory_id in forgets:
             try:
                 out.forgotten += int(self.store.forget(memory_id, tenant=self.run.identity.tenant))
@@ -335,9 +314,7 @@ class AsyncHarnessMemoryTool(BetaAsyncAbstractMemoryTool):
     ) -> None:
         super().__init__()
         self.store = store
-        self.run = _Run(
-            store, RunIdentity(tenant, user_id, workflow_id, session_id), recallset, run_id
-        )
+        self.run = _Run(store, Caller(tenant, user_id, workflow_id, session_id), recallset, run_id)
 
     async def recall(
         self,
@@ -350,11 +327,8 @@ class AsyncHarnessMemoryTool(BetaAsyncAbstractMemoryTool):
         """See :meth:`HarnessMemoryTool.recall`."""
         if self.run.recalled is None:
             request = self.run.request(query, budget_chars, max_items, max_item_chars)
-            try:
-                self.run.recalled = await self.store.recall(request)
-            except Exception as exc:  # recall must never break the host run
-                log.warning("recall failed; the run continues without memory: %s", exc)
-                self.run.recalled = RecallResult.empty(degraded=True, reason=str(exc))
+            # the store's recall degrades to an empty result on failure; it never raises
+            self.run.recalled = await self.store.recall(request)
             self.run.files.load(item.memory for item in self.run.recalled.items)
         return self.run.recalled
 
@@ -402,7 +376,7 @@ class AsyncHarnessMemoryTool(BetaAsyncAbstractMemoryTool):
     async def remember(self, verdict: Verdict, *, task_input: str) -> Remembered:
         """See :meth:`HarnessMemoryTool.remember`."""
         writes, forgets = self.run.plan(verdict, task_input)
-        out = await write_candidates_async(self.store, writes)
+        out = await after_verdict.aremember(self.store, write_all(writes))
         for memory_id in forgets:
             try:
                 out.forgotten += int(

@@ -19,18 +19,16 @@ from types import TracebackType
 from typing import Any
 
 from harness.errors import ConflictingState, HarnessError, InvalidInput
+from harness.memory import AsyncMemoryStore, MemoryStore
 from harness.memory.domain.recall import RecallResult
-from harness.memory.domain.types import MemoryCandidate, RecallRequest
-from harness.memory.store.aio import AsyncMemoryStore
-from harness.memory.store.sync import MemoryStore
+from harness.memory.domain.types import RecallRequest
 from harness.recallset import TOOL_DEFINITIONS, RecallSet, RecallSetTools
 from harness.recallset.tools import ToolAnswer
+from harness.run.after_verdict import aremember, teach
 from harness.run.engine import EngineConfig, RunOutcome, Verdict
-from harness.run.extract import ExtractionContext, Extractor
-from harness.run.flow import report_failed_write
-from harness.run.lessons import lessons_from_verdicts
+from harness.run.extract import Extractor
 
-__all__ = ["MemoryRun", "RecallSetToolSpec", "candidates_after_verdict", "recallset_tool_specs"]
+__all__ = ["MemoryRun", "RecallSetToolSpec", "recallset_tool_specs"]
 
 log = logging.getLogger(__name__)
 
@@ -50,36 +48,6 @@ def recallset_tool_specs() -> list[RecallSetToolSpec]:
         RecallSetToolSpec(d["name"], d["description"], json.loads(json.dumps(d["input_schema"])))
         for d in TOOL_DEFINITIONS
     ]
-
-
-def candidates_after_verdict(
-    outcome: RunOutcome,
-    *,
-    tenant: str,
-    user_id: str,
-    workflow_id: str | None,
-    session_id: str | None,
-    task_input: str,
-    extractor: Extractor | None = None,
-) -> list[MemoryCandidate]:
-    """What a finished run teaches: a lesson per distinct concrete rejection feedback, and the
-    extractor's candidates when the final verdict accepted the output. Pure but for the extractor.
-    """
-    cands = lessons_from_verdicts(
-        outcome.verdicts,
-        tenant=tenant,
-        user_id=user_id,
-        workflow_id=workflow_id,
-        task_input=task_input,
-        run_id=outcome.run_id,
-    )
-    if outcome.accepted and extractor is not None and outcome.output is not None:
-        ctx = ExtractionContext(tenant, user_id, workflow_id, session_id, outcome.run_id)
-        try:
-            cands += extractor.extract(task_input, outcome.output, ctx)
-        except Exception as exc:  # a broken extractor must not break the run
-            log.warning("extractor failed; no candidates from this run: %s", exc)
-    return cands
 
 
 class MemoryRun:
@@ -192,16 +160,12 @@ class MemoryRun:
         return (await self.recall(query)).text
 
     async def _read(self, query: str) -> RecallResult:
-        try:
-            req = RecallRequest.model_validate(
-                {**self._identity.model_dump(), "query": query[:20_000]}
-            )
-            if isinstance(self.store, AsyncMemoryStore):
-                return await self.store.recall(req)
-            return await asyncio.to_thread(self.store.recall, req)
-        except Exception as exc:  # recall must never break the host run
-            log.warning("recall failed; the run continues without memory: %s", exc)
-            return RecallResult.empty(degraded=True, reason=str(exc))
+        # The store's recall is the one degradation boundary: a failure comes back as an
+        # empty, degraded result, never as an exception (SPEC section 12).
+        req = RecallRequest.model_validate({**self._identity.model_dump(), "query": query[:20_000]})
+        if isinstance(self.store, AsyncMemoryStore):
+            return await self.store.recall(req)
+        return await asyncio.to_thread(self.store.recall, req)
 
     # --- during the run ------------------------------------------------------------------------
 
@@ -248,18 +212,19 @@ class MemoryRun:
             verdicts=verdicts,
             recall=self._recall,
         )
-        cands = candidates_after_verdict(
-            outcome,
-            tenant=self.tenant,
-            user_id=self.user_id,
-            workflow_id=self.workflow_id,
-            session_id=self.session_id,
+        teaching = teach(
+            verdicts,
+            caller=self._identity.caller,
             task_input=self.input or "",
-            extractor=self.extractor,
+            run_id=self.run_id,
+            output=output,
+            extract=self.extractor is not None,
         )
         try:
-            for cand in cands:
-                await self._write(cand, outcome)
+            done = await aremember(self.store, teaching, self.extractor)
+            outcome.memories_written += done.written
+            outcome.rejected_candidates += done.rejected
+            outcome.write_errors += done.errors
         finally:
             self.recallset.clear()
             await self._record_finish("accepted" if outcome.accepted else "rejected", len(verdicts))
@@ -288,16 +253,6 @@ class MemoryRun:
             "store: remember_sync called inside a running event loop; await remember()",
             fields=("store",),
         )
-
-    async def _write(self, cand: MemoryCandidate, outcome: RunOutcome) -> None:
-        try:
-            if isinstance(self.store, AsyncMemoryStore):
-                memory = await self.store.write(cand)
-            else:
-                memory = await asyncio.to_thread(self.store.write, cand)
-            outcome.memories_written.append(memory)
-        except HarnessError as exc:
-            report_failed_write(cand, exc, outcome.rejected_candidates, outcome.write_errors)
 
     async def close(self) -> None:
         """End the run without a verdict: nothing is written, the RecallSet is cleared, the run

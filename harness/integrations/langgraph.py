@@ -50,17 +50,12 @@ except ImportError as exc:  # pragma: no cover - exercised by the import-guard t
 
 from harness.errors import InvalidInput
 from harness.integrations._lg_store import HarnessStore
-from harness.integrations._verdicts import (
-    Remembered,
-    lesson_for,
-    write_candidates,
-    write_candidates_async,
-)
+from harness.memory import AsyncMemoryStore, Caller, MemoryStore
 from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import MemoryCandidate, RecallRequest
-from harness.memory.store.aio import AsyncMemoryStore
-from harness.memory.store.sync import MemoryStore
 from harness.recallset import RecallSet, RecallSetTools
+from harness.run import after_verdict
+from harness.run.after_verdict import Remembered, lessons, write_all
 from harness.run.engine import Verdict
 
 __all__ = [
@@ -154,11 +149,7 @@ def recall_node(
         if _already_recalled(messages):
             return {}
         request = _request(tenant, config, _query(messages), lim)
-        try:
-            result = store.recall(request)
-        except Exception as exc:  # recall must never break the host run
-            log.warning("recall failed; the run continues without memory: %s", exc)
-            result = RecallResult.empty(degraded=True, reason=str(exc))
+        result = store.recall(request)  # degrades on failure, never raises
         return _with_block(messages, result)
 
     return node
@@ -175,11 +166,7 @@ def arecall_node(
         if _already_recalled(messages):
             return {}
         request = _request(tenant, config, _query(messages), lim)
-        try:
-            result = await store.recall(request)
-        except Exception as exc:  # recall must never break the host run
-            log.warning("recall failed; the run continues without memory: %s", exc)
-            result = RecallResult.empty(degraded=True, reason=str(exc))
+        result = await store.recall(request)  # degrades on failure, never raises
         return _with_block(messages, result)
 
     return node
@@ -193,15 +180,9 @@ def _lessons(
     run_id: str | None,
 ) -> list[MemoryCandidate]:
     ident = _identity(config)
-    lesson = lesson_for(
-        verdict,
-        tenant=tenant,
-        user_id=str(ident["user_id"]),
-        workflow_id=ident["workflow_id"],
-        task_input=task_input,
-        run_id=run_id or f"run-{uuid.uuid4().hex[:16]}",
-    )
-    return [lesson] if lesson is not None else []
+    caller = Caller(tenant, str(ident["user_id"]), ident["workflow_id"])
+    run = run_id or f"run-{uuid.uuid4().hex[:16]}"
+    return lessons([verdict], caller=caller, task_input=task_input, run_id=run)
 
 
 def remember(
@@ -216,7 +197,9 @@ def remember(
     """Once the verdict is final: a rejection with concrete feedback becomes a lesson of the
     run's workflow (or user). Side effect: at most one guarded write; refusals and failures are
     reported in the result, never raised. Writing the same feedback again supersedes."""
-    return write_candidates(store, _lessons(verdict, tenant, config, task_input, run_id))
+    return after_verdict.remember(
+        store, write_all(_lessons(verdict, tenant, config, task_input, run_id))
+    )
 
 
 async def aremember(
@@ -229,8 +212,8 @@ async def aremember(
     run_id: str | None = None,
 ) -> Remembered:
     """:func:`remember` over an :class:`AsyncMemoryStore`."""
-    return await write_candidates_async(
-        store, _lessons(verdict, tenant, config, task_input, run_id)
+    return await after_verdict.aremember(
+        store, write_all(_lessons(verdict, tenant, config, task_input, run_id))
     )
 
 

@@ -1,16 +1,20 @@
-"""harness-memory over the Model Context Protocol (official ``mcp`` SDK)."""
+"""harness-memory over the Model Context Protocol (official ``mcp`` SDK). Names import on first use."""
 
 from __future__ import annotations
 
-from harness.mcp_server.identity import Identity, TokenFile, TokenFileVerifier, hash_token
-from harness.mcp_server.server import BUSY, STOPPING, UNAVAILABLE, McpLimits, build_server
-from harness.mcp_server.sessions import MemoLimits
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.mcp_server.identity import TokenFile, TokenFileVerifier, hash_token
+    from harness.mcp_server.server import BUSY, STOPPING, UNAVAILABLE, McpLimits, build_server
+    from harness.mcp_server.sessions import MemoLimits
 
 __all__ = [
     "BUSY",
     "STOPPING",
     "UNAVAILABLE",
-    "Identity",
     "McpLimits",
     "MemoLimits",
     "TokenFile",
@@ -18,3 +22,18 @@ __all__ = [
     "build_server",
     "hash_token",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "TokenFile": "harness.mcp_server.identity",
+        "TokenFileVerifier": "harness.mcp_server.identity",
+        "hash_token": "harness.mcp_server.identity",
+        "BUSY": "harness.mcp_server.server",
+        "McpLimits": "harness.mcp_server.server",
+        "STOPPING": "harness.mcp_server.server",
+        "UNAVAILABLE": "harness.mcp_server.server",
+        "build_server": "harness.mcp_server.server",
+        "MemoLimits": "harness.mcp_server.sessions",
+    },
+)

@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from functools import lru_cache
 
 import anyio
-from alembic.script import ScriptDirectory
 from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from harness._version import __version__
-from harness.errors import HarnessError, StoreError, StoreUnavailable
+from harness.errors import HarnessError
+from harness.memory import AsyncMemoryStore
 from harness.memory.embedding.embedder import FastEmbedder
-from harness.memory.store.aio import AsyncMemoryStore
-from harness.memory.store.migrate import alembic_config, current_revision, recorded_revision
 
-__all__ = ["Readiness", "add_health_routes", "check_readiness", "schema_head"]
+__all__ = ["Readiness", "add_health_routes", "check_readiness"]
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +46,6 @@ class Readiness:
         return body
 
 
-@lru_cache(maxsize=1)
-def schema_head() -> str | None:
-    """The head revision of the shipped migrations (reads the migration files once)."""
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
-
-
 def embedder_mode(store: AsyncMemoryStore) -> str:
     """``hybrid (<model>)`` (with ``, int8 queries`` when queries run through the model's int8
     copy and ``, N thread(s) per model call`` when set) or ``lexical-only``."""
@@ -72,18 +63,11 @@ async def check_readiness(store: AsyncMemoryStore) -> Readiness:
     cancels the query and returns the connection."""
     mode = embedder_mode(store)
     try:
-        try:
-            async with store.transaction("readiness check") as conn:
-                revision = await conn.run_sync(recorded_revision)
-        except StoreUnavailable:
-            raise
-        except StoreError:  # no alembic_version table: ask the careful way
-            async with store.transaction("readiness check") as conn:
-                revision = await conn.run_sync(current_revision)
+        schema = await store.schema_state()
     except HarnessError as exc:
         log.warning("not ready: %s", exc)
         return Readiness(False, mode, reason="database unreachable")
-    head = schema_head()
+    revision, head = schema.revision, schema.head
     if revision != head:
         return Readiness(
             False, mode, schema=revision, reason=f"schema at {revision}, expected {head}"

@@ -12,9 +12,9 @@ from starlette.responses import JSONResponse, Response
 
 from harness.errors import EmbeddingModelMismatch, InvalidInput, MemoryRejected, StoreError
 from harness.identifiers import identifier_problem
+from harness.memory import AsyncMemoryStore, AsyncWriteMany
 from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.domain.types import Memory, MemoryCandidate
-from harness.memory.store.aio import AsyncMemoryStore, AsyncWriteMany
 
 __all__ = ["IngestHandler"]
 

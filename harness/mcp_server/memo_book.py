@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from harness.mcp_server.identity import Identity
 from harness.mcp_server.sessions import MemoLimits, RecallSets
+from harness.memory.domain.caller import Caller
 from harness.recallset import RecallSet
 
 __all__ = ["LocalMemoBook", "MemoBook"]
@@ -31,12 +31,12 @@ class MemoBook(Protocol):
         """The per-caller limits this book enforces."""
         ...
 
-    async def open(self, caller: Identity) -> str:
+    async def open(self, caller: Caller) -> str:
         """Mint a handle for a new, empty memo of ``caller``. Not idempotent; may close the
         caller's least recently used memo (over the cap) and expire idle ones."""
         ...
 
-    async def use(self, handle: str, caller: Identity, action: Callable[[RecallSet], T]) -> T:
+    async def use(self, handle: str, caller: Caller, action: Callable[[RecallSet], T]) -> T:
         """Run ``action`` on ``caller``'s memo ``handle`` and keep what it changed; refreshes
         the memo's idle timer. Calls on one memo run one at a time.
 
@@ -46,12 +46,12 @@ class MemoBook(Protocol):
         """
         ...
 
-    async def discard(self, handle: str, caller: Identity) -> None:
+    async def discard(self, handle: str, caller: Caller) -> None:
         """Forget ``caller``'s memo ``handle`` without a trace (an open that did not take).
         Idempotent."""
         ...
 
-    async def open_count(self, caller: Identity | None = None) -> int:
+    async def open_count(self, caller: Caller | None = None) -> int:
         """Open memos (of one caller, or of all); for status and tests."""
         ...
 
@@ -66,15 +66,15 @@ class LocalMemoBook:
     def limits(self) -> MemoLimits:
         return self.recallsets.limits
 
-    async def open(self, caller: Identity) -> str:
+    async def open(self, caller: Caller) -> str:
         handle, _ = self.recallsets.open(caller)
         return handle
 
-    async def use(self, handle: str, caller: Identity, action: Callable[[RecallSet], T]) -> T:
+    async def use(self, handle: str, caller: Caller, action: Callable[[RecallSet], T]) -> T:
         return action(self.recallsets.get(handle, caller))
 
-    async def discard(self, handle: str, caller: Identity) -> None:
+    async def discard(self, handle: str, caller: Caller) -> None:
         self.recallsets.discard(handle, caller)
 
-    async def open_count(self, caller: Identity | None = None) -> int:
+    async def open_count(self, caller: Caller | None = None) -> int:
         return self.recallsets.open_count(caller)

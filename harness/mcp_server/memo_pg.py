@@ -2,10 +2,10 @@
 
 The same rules as the in-process book (:class:`~harness.mcp_server.sessions.RecallSets`), kept
 in the UNLOGGED table ``mcp_memos`` (migration 0008) instead of process memory: a caller's next
-request may land on another worker. Each call is one transaction on the primary, under the
-tenant's row-level security, and serialised with the caller's other memo calls by an advisory
-lock, so a cap, an idle expiry or a concurrent use sees what the previous call left. A row
-holds the SHA-256 of its handle (never the handle) and the memo's
+request may land on another worker. Each call is one named store operation (``memo_open``,
+``memo_use``, ``memo_discard``, ``memo_count``): one transaction on the primary, under the
+tenant's row-level security, serialised with the caller's other memo calls. A row holds the
+SHA-256 of its handle (never the handle) and the memo's
 :meth:`~harness.recallset.RecallSet.to_state` as JSON text.
 """
 
@@ -15,10 +15,8 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
+from typing import TypeVar, cast
 
-from harness.mcp_server.identity import Identity
 from harness.mcp_server.sessions import (
     MemoLimits,
     cap_reason,
@@ -27,9 +25,9 @@ from harness.mcp_server.sessions import (
     memo_not_found,
     mint_handle,
 )
-from harness.memory.store import sql
-from harness.memory.store.aio import AsyncMemoryStore
-from harness.memory.store.executors import Op, run_async
+from harness.memory import AsyncMemoryStore
+from harness.memory.domain.caller import Caller
+from harness.memory.domain.memos import MemoPolicy
 from harness.recallset import RecallSet
 
 __all__ = [
@@ -37,9 +35,9 @@ __all__ = [
     "SWEEP_BATCH",
     "PostgresMemoBook",
     "dump_state",
+    "editing",
     "handle_digest",
-    "open_memo",
-    "use_memo",
+    "memo_policy",
 ]
 
 T = TypeVar("T")
@@ -70,72 +68,27 @@ def dump_state(rs: RecallSet) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class _Outcome(Generic[T]):
-    """What a use returns once its transaction has committed: a value, or an error to raise
-    (the idle marks and the refreshed timer are kept either way)."""
-
-    value: T | None = None
-    error: Exception | None = None
-
-
-def _settle(caller: Identity, now: float, limits: MemoLimits) -> Op[None]:
-    """Lock the caller's memos and end the idle ones (the caller's every call does, first)."""
-    yield sql.lock_memo_caller(caller)
-    yield sql.expire_idle_memos(caller, now, limits.idle_s, idle_reason(limits))
+def memo_policy(limits: MemoLimits) -> MemoPolicy:
+    """The store's rules for one memo call, from the server's limits."""
+    return MemoPolicy(
+        idle_s=limits.idle_s,
+        idle_reason=idle_reason(limits),
+        max_memos=limits.max_memos_per_caller,
+        cap_reason=cap_reason(limits),
+        max_ended=limits.max_ended_per_caller,
+        sweep_batch=SWEEP_BATCH,
+    )
 
 
-def open_memo(
-    caller: Identity,
-    digest: str,
-    state: str,
-    now: float,
-    limits: MemoLimits,
-    sweep_before: float,
-) -> Op[None]:
-    """Insert ``caller``'s new memo, then close the least recently used over the cap, then
-    sweep up to :data:`SWEEP_BATCH` rows of the tenant last used before ``sweep_before``.
+def editing(action: Callable[[RecallSet], T]) -> Callable[[str], tuple[T, str]]:
+    """``action`` on a memo's stored state: the state loaded, acted on and dumped again."""
 
-    The sweep comes last and skips locked rows: a transaction holding rows of other callers
-    never waits afterwards, so two opens sweeping each other's rows cannot deadlock.
-    """
-    yield from _settle(caller, now, limits)
-    yield sql.insert_memo(caller, digest, state, now)
-    yield sql.close_memos_over_cap(caller, limits.max_memos_per_caller, now, cap_reason(limits))
-    yield sql.forget_ended_memos(caller, limits.max_ended_per_caller)
-    yield sql.sweep_abandoned_memos(caller.tenant, sweep_before, SWEEP_BATCH)
-
-
-def use_memo(
-    caller: Identity,
-    handle: str,
-    now: float,
-    limits: MemoLimits,
-    action: Callable[[RecallSet], T],
-) -> Op[_Outcome[T]]:
-    """Run ``action`` on ``caller``'s memo ``handle`` and store what it changed.
-
-    As the in-process book: the caller's idle memos end first; an unknown or foreign handle
-    is "not found", an ended one says why; a use (even one whose action raises) restarts the
-    idle timer. The notes are stored only when the action returned and changed them.
-    """
-    digest = handle_digest(handle)
-    yield from _settle(caller, now, limits)
-    yield sql.forget_ended_memos(caller, limits.max_ended_per_caller)
-    row = (yield sql.memo_for_update(caller, digest)).one_or_none()
-    if row is None:
-        return _Outcome(error=memo_not_found(handle))
-    if row.ended_why is not None:
-        return _Outcome(error=memo_expired(handle, row.ended_why))
-    rs = RecallSet.from_state(json.loads(row.state))
-    try:
+    def edit(state: str) -> tuple[T, str]:
+        rs = RecallSet.from_state(json.loads(state))
         value = action(rs)
-    except Exception as exc:  # raised again once the restarted timer is committed
-        yield sql.touch_memo(caller, digest, now, None)
-        return _Outcome(error=exc)
-    state = dump_state(rs)
-    yield sql.touch_memo(caller, digest, now, None if state == row.state else state)
-    return _Outcome(value=value)
+        return value, dump_state(rs)
+
+    return edit
 
 
 class PostgresMemoBook:
@@ -175,7 +128,7 @@ class PostgresMemoBook:
     def _now(self) -> float:
         return float(self._clock())
 
-    async def open(self, caller: Identity) -> str:
+    async def open(self, caller: Caller) -> str:
         """Mint a handle for a new, empty memo of ``caller`` (one transaction). Not
         idempotent; ends the caller's idle memos and closes its least recently used over the
         cap, and sweeps abandoned rows of the tenant (see the class)."""
@@ -183,12 +136,17 @@ class PostgresMemoBook:
         state = dump_state(RecallSet(max_items=self._limits.max_items))
         now = self._now()
         sweep_before = now - self._limits.idle_s - self.retention_s
-        op = open_memo(caller, handle_digest(handle), state, now, self._limits, sweep_before)
-        async with self.store.transaction("open memo", tenant=caller.tenant) as conn:
-            await run_async(conn, op)
+        await self.store.memo_open(
+            caller,
+            handle_digest(handle),
+            state,
+            now=now,
+            policy=memo_policy(self._limits),
+            sweep_before=sweep_before,
+        )
         return handle
 
-    async def use(self, handle: str, caller: Identity, action: Callable[[RecallSet], T]) -> T:
+    async def use(self, handle: str, caller: Caller, action: Callable[[RecallSet], T]) -> T:
         """Run ``action`` on ``caller``'s memo ``handle`` in one transaction holding the row
         (calls on one memo, from any worker, run one at a time) and store what it changed;
         restarts the memo's idle timer.
@@ -199,28 +157,28 @@ class PostgresMemoBook:
             MemoNotFound: never opened by this caller (including another caller's handle).
             Exception: whatever ``action`` raised (its changes are not stored).
         """
-        op = use_memo(caller, handle, self._now(), self._limits, action)
-        async with self.store.transaction("use memo", tenant=caller.tenant) as conn:
-            outcome = await run_async(conn, op)
+        used = await self.store.memo_use(
+            caller,
+            handle_digest(handle),
+            editing(action),
+            now=self._now(),
+            policy=memo_policy(self._limits),
+        )
         # committed: the idle ends and the refreshed timer stay, whatever the answer
-        if outcome.error is not None:
-            raise outcome.error
-        return cast(T, outcome.value)
+        if not used.found:
+            raise memo_not_found(handle)
+        if used.ended_why is not None:
+            raise memo_expired(handle, used.ended_why)
+        if used.error is not None:
+            raise used.error
+        return cast(T, used.value)
 
-    async def discard(self, handle: str, caller: Identity) -> None:
+    async def discard(self, handle: str, caller: Caller) -> None:
         """Delete ``caller``'s memo ``handle`` unless it has ended (an ended memo keeps
         saying why, as in process). Idempotent."""
-        async with self.store.transaction("discard memo", tenant=caller.tenant) as conn:
-            await conn.execute(sql.discard_memo(caller, handle_digest(handle)))
+        await self.store.memo_discard(caller, handle_digest(handle))
 
-    async def open_count(self, caller: Identity | None = None) -> int:
+    async def open_count(self, caller: Caller | None = None) -> int:
         """Open memos (not ended, not idle longer than ``idle_s``) of one caller, or of every
         caller of every tenant (a maintenance transaction). Read-only."""
-        now, idle_s = self._now(), self._limits.idle_s
-        if caller is None:
-            async with self.store.maintenance("count memos") as conn:
-                result = await conn.execute(sql.count_open_memos_of_all(now, idle_s))
-        else:
-            async with self.store.transaction("count memos", tenant=caller.tenant) as conn:
-                result = await conn.execute(sql.count_open_memos(caller, now, idle_s))
-        return int(result.scalar_one())
+        return await self.store.memo_count(caller, now=self._now(), idle_s=self._limits.idle_s)

@@ -18,13 +18,14 @@ from starlette.responses import Response
 
 from harness._version import __version__
 from harness.errors import HarnessError
-from harness.mcp_server.identity import Identity, TokenFileVerifier
+from harness.mcp_server.identity import TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
 from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
+from harness.memory import AsyncMemoryStore
+from harness.memory.domain.caller import Caller
 from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import RecallRequest
-from harness.memory.store.aio import AsyncMemoryStore
 from harness.recallset import RecallSetTools
 
 __all__ = [
@@ -130,7 +131,7 @@ class McpLimits:
 def build_server(
     store: AsyncMemoryStore,
     *,
-    identity: Identity | None = None,
+    identity: Caller | None = None,
     verifier: TokenFileVerifier | None = None,
     public_url: str | None = None,
     ingest_key: str | None = None,
@@ -182,7 +183,7 @@ def build_server(
     load = RecallLoad()
     drain = drain or Drain()
 
-    def caller() -> Identity:
+    def caller() -> Caller:
         if identity is not None:
             return identity
         token = get_access_token()
@@ -254,9 +255,6 @@ def build_server(
                     recall_slots.release()
             except TimeoutError:
                 log.warning("recall timed out after %.1fs", lim.timeout_s)
-                return answer(UNAVAILABLE, is_error=True)
-            except Exception as exc:  # the agent must keep working without memory
-                log.warning("recall failed: %s", exc)
                 return answer(UNAVAILABLE, is_error=True)
             finally:
                 drain.untrack(stop_scope)

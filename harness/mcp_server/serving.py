@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from harness.mcp_server.memo_book import MemoBook
 from harness.mcp_server.serve_config import ServeConfig
-from harness.memory.store.aio import AsyncMemoryStore
+from harness.memory import AsyncMemoryStore
 
 __all__ = ["base_url", "freeze_startup_heap", "serve_http"]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
-from harness.mcp_server.identity import Identity
+from harness.memory.domain.caller import Caller
 from harness.recallset import RecallSet
 
 __all__ = [
@@ -118,10 +118,10 @@ class RecallSets:
     ):
         self.limits = limits or MemoLimits()
         self._clock = clock
-        self._callers: dict[Identity, _Caller] = {}
+        self._callers: dict[Caller, _Caller] = {}
         self._lock = threading.Lock()
 
-    def open(self, caller: Identity) -> tuple[str, RecallSet]:
+    def open(self, caller: Caller) -> tuple[str, RecallSet]:
         """Mint a new handle and its empty memo for ``caller``. Not idempotent."""
         handle = mint_handle()
         now = self._clock()
@@ -137,7 +137,7 @@ class RecallSets:
                 self._remember_end(entry, old_handle, cap_reason(self.limits))
             return handle, memo.recallset
 
-    def get(self, handle: str, caller: Identity) -> RecallSet:
+    def get(self, handle: str, caller: Caller) -> RecallSet:
         """The memo ``handle`` of ``caller``, refreshing its idle timer.
 
         Raises:
@@ -159,7 +159,7 @@ class RecallSets:
                     raise memo_expired(handle, why)
         raise memo_not_found(handle)
 
-    def discard(self, handle: str, caller: Identity) -> None:
+    def discard(self, handle: str, caller: Caller) -> None:
         """Forget ``caller``'s memo ``handle`` without a trace (an open that did not take).
         Idempotent."""
         with self._lock:
@@ -190,7 +190,7 @@ class RecallSets:
                 self._expire(entry, now)
             return sum(len(e.memos) for e in self._callers.values())
 
-    def open_count(self, caller: Identity | None = None) -> int:
+    def open_count(self, caller: Caller | None = None) -> int:
         """Open memos (of one caller, or of all), for tests and status; does not expire."""
         with self._lock:
             if caller is not None:

@@ -102,7 +102,7 @@ def _stop_when_orphaned(supervisor: Connection) -> None:
 async def _serve_worker(spec: WorkerSpec, sock: socket.socket, supervisor: Connection) -> None:
     from harness.mcp_server.memo_pg import PostgresMemoBook
     from harness.mcp_server.serving import serve_http
-    from harness.memory.store.aio import AsyncMemoryStore
+    from harness.memory import AsyncMemoryStore
 
     store = await AsyncMemoryStore.connect(spec.url, settings=spec.settings)
     try:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     )
     from harness.memory.domain.caller import Caller
     from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
+    from harness.memory.domain.ranking import RankingConfig, RecallConfig
     from harness.memory.domain.recall import Omission, RecalledItem, RecallResult
     from harness.memory.domain.types import (
         Kind,
@@ -39,13 +40,15 @@ if TYPE_CHECKING:
         Status,
         WorkflowDeleted,
     )
-    from harness.memory.store.aio import AsyncMemoryStore
+    from harness.memory.store.aio import AsyncMemoryStore, AsyncWriteMany
     from harness.memory.store.ops.layout import ClusterReport, Layout
-    from harness.memory.store.sync import MemoryStore, StoreStatus
+    from harness.memory.store.ops.status import StoreStatus
+    from harness.memory.store.sync import MemoryStore, WriteMany
 
 __all__ = [
     "Answer",
     "AsyncMemoryStore",
+    "AsyncWriteMany",
     "Caller",
     "ClusterReport",
     "ConflictingState",
@@ -64,6 +67,8 @@ __all__ = [
     "MemoryStore",
     "Omission",
     "Origin",
+    "RankingConfig",
+    "RecallConfig",
     "RecallRequest",
     "RecallResult",
     "RecalledItem",
@@ -74,6 +79,7 @@ __all__ = [
     "StoreStatus",
     "StoreUnavailable",
     "WorkflowDeleted",
+    "WriteMany",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -89,6 +95,7 @@ __getattr__, __dir__ = lazy_exports(
         "StoreError": "harness.errors",
         "StoreUnavailable": "harness.errors",
         "AsyncMemoryStore": "harness.memory.store.aio",
+        "AsyncWriteMany": "harness.memory.store.aio",
         "Caller": "harness.memory.domain.caller",
         "Answer": "harness.memory.domain.idempotency",
         "IdempotencyOutcome": "harness.memory.domain.idempotency",
@@ -96,10 +103,13 @@ __getattr__, __dir__ = lazy_exports(
         "ClusterReport": "harness.memory.store.ops.layout",
         "Layout": "harness.memory.store.ops.layout",
         "Omission": "harness.memory.domain.recall",
+        "RankingConfig": "harness.memory.domain.ranking",
+        "RecallConfig": "harness.memory.domain.ranking",
         "RecallResult": "harness.memory.domain.recall",
         "RecalledItem": "harness.memory.domain.recall",
         "MemoryStore": "harness.memory.store.sync",
-        "StoreStatus": "harness.memory.store.sync",
+        "WriteMany": "harness.memory.store.sync",
+        "StoreStatus": "harness.memory.store.ops.status",
         "Kind": "harness.memory.domain.types",
         "Memory": "harness.memory.domain.types",
         "MemoryCandidate": "harness.memory.domain.types",

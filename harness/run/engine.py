@@ -14,8 +14,7 @@ from typing import Any, TypeVar
 
 from harness.clock import Clock
 from harness.errors import InvalidInput
-from harness.memory.store.aio import AsyncMemoryStore
-from harness.memory.store.sync import MemoryStore
+from harness.memory import AsyncMemoryStore, MemoryStore
 from harness.recallset import RecallSet
 from harness.run.extract import Extractor
 from harness.run.flow import (

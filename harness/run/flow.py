@@ -16,12 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from harness.clock import Clock
-from harness.errors import HarnessError, MemoryRejected
+from harness.errors import HarnessError
 from harness.memory.domain.recall import RecallResult
-from harness.memory.domain.types import MemoryCandidate, RecallRequest
+from harness.memory.domain.types import RecallRequest
 from harness.recallset import RecallSet, RecallSetTools
-from harness.run.extract import ExtractionContext
-from harness.run.lessons import lessons_from_verdicts
+from harness.run.after_verdict import Extract, Write, teach
 from harness.run.types import EngineConfig, Message, RunInput, RunOutcome, Verdict
 
 __all__ = [
@@ -33,9 +32,7 @@ __all__ = [
     "Recall",
     "StartRun",
     "Write",
-    "candidates_from_verdicts",
     "recall_request",
-    "report_failed_write",
     "run_flow",
 ]
 
@@ -106,22 +103,6 @@ class CallJudge:
     output: str
 
 
-@dataclass(frozen=True)
-class Extract:
-    """Ask the extractor for candidates from a completed run: answers a list of candidates."""
-
-    input: str
-    output: str
-    context: ExtractionContext
-
-
-@dataclass(frozen=True)
-class Write:
-    """``store.write(candidate)``: answers the stored memory."""
-
-    candidate: MemoryCandidate
-
-
 Effect = StartRun | FinishRun | Recall | CallModel | CallJudge | Extract | Write
 
 #: A run's flow: yields effects, receives their results, returns the outcome.
@@ -136,35 +117,6 @@ def recall_request(run: RunInput, config: EngineConfig) -> RecallRequest:
         budget_chars=config.budget_chars,
         max_items=config.max_items,
         max_item_chars=config.max_item_chars,
-    )
-
-
-def report_failed_write(
-    cand: MemoryCandidate,
-    exc: HarnessError,
-    rejected: list[tuple[MemoryCandidate, str]],
-    errors: list[str],
-) -> None:
-    """Account for a post-verdict write that did not happen, so nothing is lost silently: a
-    guard refusal goes to ``rejected`` with its reason, any other store failure to ``errors``
-    as text. Logs it; never raises."""
-    if isinstance(exc, MemoryRejected):
-        log.warning("candidate refused by the guard: %s", exc)
-        rejected.append((cand, exc.reason))
-    else:
-        log.error("memory write failed after the verdict (not stored): %s", exc)
-        errors.append(f"{cand.kind.value} {cand.key or ''}: {exc}")
-
-
-def candidates_from_verdicts(run: RunInput, outcome: RunOutcome) -> list[MemoryCandidate]:
-    """One lesson per distinct concrete feedback of a rejecting verdict (SPEC section 6)."""
-    return lessons_from_verdicts(
-        outcome.verdicts,
-        tenant=run.tenant,
-        user_id=run.user_id,
-        workflow_id=run.workflow_id,
-        task_input=run.input,
-        run_id=outcome.run_id,
     )
 
 
@@ -223,18 +175,17 @@ def _attempts(
 def _write_after_verdict(
     run: RunInput, outcome: RunOutcome, extract: bool
 ) -> Generator[Effect, Any, None]:
-    cands = candidates_from_verdicts(run, outcome)
-    if extract and outcome.accepted and outcome.output is not None:
-        ctx = ExtractionContext.for_caller(run.caller, outcome.run_id)
-        try:
-            cands += yield Extract(run.input, outcome.output, ctx)
-        except Exception as exc:  # a broken extractor must not break the run
-            log.warning("extractor failed; no candidates from this run: %s", exc)
-    for cand in cands:
-        try:
-            outcome.memories_written.append((yield Write(cand)))
-        except HarnessError as exc:
-            report_failed_write(cand, exc, outcome.rejected_candidates, outcome.write_errors)
+    done = yield from teach(
+        outcome.verdicts,
+        caller=run.caller,
+        task_input=run.input,
+        run_id=outcome.run_id,
+        output=outcome.output,
+        extract=extract,
+    )
+    outcome.memories_written += done.written
+    outcome.rejected_candidates += done.rejected
+    outcome.write_errors += done.errors
 
 
 def run_flow(
@@ -257,7 +208,7 @@ def run_flow(
     try:
         try:
             outcome.recall = yield Recall(recall_request(run, config))
-        except Exception as exc:  # recall must never break the host run
+        except HarnessError as exc:  # from another executor of this flow (the store degrades)
             log.warning("recall failed; the run continues without memory: %s", exc)
             outcome.recall = RecallResult.empty(degraded=True, reason=str(exc))
         yield from _attempts(run, outcome, RecallSetTools(recallset), config, max_attempts)

@@ -5,7 +5,7 @@ while ``harness.all_tenants`` is on (the store's explicit maintenance transactio
 makes them apply to the tables' owner too; superusers always bypass RLS, which is why the
 store runs its statements as ``harness_app`` (NOLOGIN, not an owner, no BYPASSRLS) whenever the
 login may assume it. The role is created when the migrating user may create roles; otherwise an
-operator creates it (README, "Row-level security").
+operator creates it (docs/operations.md, "Row-level security").
 
 Revision ID: 0003
 Revises: 0002

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness.errors import InvalidInput
 from harness.memory.domain.judge import (
     Judgement,
     JudgeModel,
@@ -17,7 +18,22 @@ from harness.memory.domain.judge import (
     query_stats,
 )
 
-__all__ = ["UNJUDGED", "Ranked", "RankingConfig", "Scored", "fuse", "stats_of"]
+__all__ = [
+    "UNJUDGED",
+    "Ranked",
+    "RankingConfig",
+    "RecallConfig",
+    "Scored",
+    "Strategy",
+    "fuse",
+    "stats_of",
+]
+
+#: How recall's vector ranking runs: "exact" scans the rows the caller may read (exact, and
+#: fastest for pools up to a few thousand rows); "hnsw" uses the HNSW index with iterative
+#: filtered scans and bounds the full-text ranking; "auto" probes the pool size and uses
+#: "hnsw" above ``large_pool`` rows.
+Strategy = Literal["auto", "exact", "hnsw"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +128,34 @@ def stats_of(rows: Sequence[Scored]) -> QueryStats:
         [r.sim for r in rows if r.sim is not None and r.vrank is not None],
         [r.idf_coverage for r in rows if r.idf_coverage is not None],
     )
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    """Recall's configuration, passed once to ``MemoryStore.connect(recall=...)``.
+
+    ``ranking``: fusion and the judge (default: the fitted judge, ``top_n`` from
+    ``HARNESS_RECALL_TOP_N``); ``strategy`` and ``large_pool``: see :data:`Strategy`;
+    ``ef_search``: the HNSW search breadth; ``pool_ttl_s``: how long a caller's pool size is
+    remembered; ``query_cache_size``: query vectors kept (an agent often asks again).
+    """
+
+    ranking: RankingConfig | None = None
+    strategy: Strategy = "auto"
+    large_pool: int = 3000
+    ef_search: int = 400
+    pool_ttl_s: float = 30.0
+    query_cache_size: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.strategy not in ("auto", "exact", "hnsw"):
+            raise InvalidInput("strategy: one of auto, exact, hnsw", fields=("strategy",))
+        for name in ("large_pool", "ef_search", "query_cache_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidInput(f"{name}: a whole number >= 0", fields=(name,))
+        if not self.pool_ttl_s >= 0:
+            raise InvalidInput("pool_ttl_s: seconds >= 0", fields=("pool_ttl_s",))
 
 
 def fuse(

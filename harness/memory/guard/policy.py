@@ -6,7 +6,7 @@ and look-alike letters folded, line breaks joined, and base64 / hex / URL-decode
 rules (vendor token shapes, labelled values in eight languages, high-entropy tokens) and
 injection rules (overrides, role takeovers, fake headers, exfiltration, hidden instructions, each
 with a context check) run over those views. A rejection names the rule, the field and the
-character position, and shows the secret masked, never in clear. See README "Guard" for what it
+character position, and shows the secret masked, never in clear. See docs/concepts.md, "Guard", for what it
 still cannot catch.
 """
 

@@ -10,11 +10,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import InvalidInput, MemoryRejected
-from harness.fingerprint import fingerprint
 from harness.identifiers import check_identifier, check_text
-from harness.memory.domain.types import AUTOMATIC_ORIGINS, MemoryCandidate, Scope
+from harness.memory.domain.types import MemoryCandidate, Scope
 from harness.memory.guard import Guard
-from harness.memory.store import sql
 from harness.settings import Settings
 
 __all__ = [
@@ -24,7 +22,6 @@ __all__ = [
     "check_lock_wait",
     "check_now",
     "check_reason",
-    "lock_name",
     "scope_key",
     "validate_candidates",
 ]
@@ -99,17 +96,6 @@ def as_uuid(value: uuid.UUID | str) -> uuid.UUID:
         raise InvalidInput(
             f"memory_id: {value!r} is not a valid id", fields=("memory_id",)
         ) from None
-
-
-def lock_name(cand: MemoryCandidate) -> str | None:
-    """The advisory lock a candidate's write takes: its key, or its keyless content."""
-    if cand.key is None:
-        return sql.fingerprint_lock_name(
-            cand.tenant, cand.scope, cand.scope_key, cand.kind, fingerprint(cand.content)
-        )
-    if cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS:
-        return None  # pending: supersedes nothing until approved
-    return sql.key_lock_name(cand.tenant, cand.scope, cand.scope_key, cand.key)
 
 
 def scope_key(scope: Scope, scope_id: str | None) -> str:

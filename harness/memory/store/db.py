@@ -132,7 +132,7 @@ _KNOWN: tuple[tuple[str | None, str, str], ...] = (
     (
         "42501",
         "permission denied",
-        "grant this role SELECT, INSERT, UPDATE, DELETE on the store's tables (README, "
+        "grant this role SELECT, INSERT, UPDATE, DELETE on the store's tables (docs/operations.md, "
         "'Running on your own PostgreSQL'), or set HARNESS_APP_ROLE when migrating",
     ),
     (None, "password authentication failed", "check the user name and password in " + URL_SETTING),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -11,7 +12,6 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
-import harness
 from harness.errors import StoreMisconfigured
 from harness.identifiers import check_identifier
 
@@ -30,7 +30,7 @@ __all__ = [
 def _migrations_dir() -> Path:
     """``harness/_migrations`` in an installed wheel; the repository's ``migrations/`` in a
     checkout (editable install)."""
-    package = Path(harness.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[2]  # harness/memory/store/migrate.py
     shipped = package / "_migrations"
     return shipped if (shipped / "env.py").is_file() else package.parent / "migrations"
 
@@ -64,6 +64,7 @@ def upgrade_to_head(engine: Engine, *, app_role: str | None = None) -> None:
         command.upgrade(alembic_config(conn, app_role=app_role), "head")
 
 
+@lru_cache(maxsize=1)
 def head_revision() -> str:
     """The revision this version of harness-memory needs."""
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()

@@ -3,7 +3,7 @@
 A superuser login (the embedded server's) bypasses row-level security, so each new pooled
 connection assumes the application role when the login may: every statement the store runs is
 then held to the tenant policies. Maintenance that must see every tenant, or change the schema,
-says so explicitly (``MemoryStore.maintenance``).
+says so explicitly (a plan's ``Transaction`` admitting everyone, or the owner).
 """
 
 from __future__ import annotations

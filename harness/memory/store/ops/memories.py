@@ -26,7 +26,6 @@ from harness.memory.domain.types import (
 )
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store import sql
-from harness.memory.store.checks import lock_name
 from harness.memory.store.executors import Op
 from harness.memory.store.ops import vectors
 from harness.memory.store.rows import memory_from_row
@@ -67,7 +66,7 @@ def write_validated(
         yield from vectors.claim_model(embedder)
     # Every lock this batch needs, in one global order: concurrent batches cannot deadlock,
     # and a keyless content is checked and inserted by one writer at a time.
-    names = sorted({n for n in map(lock_name, cands) if n is not None})
+    names = sorted({n for n in map(candidate_lock, cands) if n is not None})
     if names:
         yield sql.lock_names(names)
     positions: dict[str, list[int]] = {}
@@ -96,6 +95,17 @@ class _Pending:
 
 _KeyOf = tuple[str, str, str]  # scope, scope_id, memory_key
 _ContentOf = tuple[str, str, str, str]  # scope, scope_id, kind, fingerprint
+
+
+def candidate_lock(cand: MemoryCandidate) -> str | None:
+    """The advisory lock a candidate's write takes: its key, or its keyless content."""
+    if cand.key is None:
+        return sql.fingerprint_lock_name(
+            cand.tenant, cand.scope, cand.scope_key, cand.kind, fingerprint(cand.content)
+        )
+    if cand.scope is Scope.PLATFORM and cand.source.origin in AUTOMATIC_ORIGINS:
+        return None  # pending: supersedes nothing until approved
+    return sql.key_lock_name(cand.tenant, cand.scope, cand.scope_key, cand.key)
 
 
 def _waits_for_approval(cand: MemoryCandidate) -> bool:

@@ -14,7 +14,16 @@ from typing import Any, Literal
 from sqlalchemy import exc as sa_exc
 
 from harness.errors import IncompleteRecall, InvalidInput, StoreError, StoreUnavailable
-from harness.memory.domain.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
+from harness.memory.domain.ranking import (
+    UNJUDGED,
+    Ranked,
+    RankingConfig,
+    RecallConfig,
+    Scored,
+    Strategy,
+    fuse,
+    stats_of,
+)
 from harness.memory.domain.recall import Candidate, RecallResult, TraceEntry, assemble
 from harness.memory.domain.types import RecallRequest, Scope
 from harness.memory.embedding.embedder import Embedder, QueryEmbedder
@@ -39,9 +48,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ALL_SCOPES = tuple(s.value for s in Scope)
-
-
-Strategy = Literal["auto", "exact", "hnsw"]
 
 
 def coerce_request(request: RecallRequest | Mapping[str, Any]) -> RecallRequest:
@@ -137,21 +143,15 @@ class Retriever:
     It holds recall's configuration and builds its operations; the store facades run them.
     """
 
-    def __init__(
-        self,
-        ranking: RankingConfig | None = None,
-        strategy: Strategy = "auto",
-        large_pool: int = 3000,
-        ef_search: int = 400,
-        pool_ttl_s: float = 30.0,
-    ):
-        self.ranking = ranking or RankingConfig()
-        self.pool_sizes = PoolSizes(pool_ttl_s)
-        self.strategy: Strategy = strategy
-        self.large_pool = large_pool
-        self.ef_search = ef_search
+    def __init__(self, config: RecallConfig, *, default_top_n: int = 8):
+        self.config = config
+        self.ranking = config.ranking or RankingConfig(top_n=default_top_n)
+        self.pool_sizes = PoolSizes(config.pool_ttl_s)
+        self.strategy: Strategy = config.strategy
+        self.large_pool = config.large_pool
+        self.ef_search = config.ef_search
         self.incomplete_warnings = OncePerInterval(300.0)
-        self.query_vectors = QueryVectorCache(1024)
+        self.query_vectors = QueryVectorCache(config.query_cache_size)
 
     def _large_pool(self, shape: dict[str, bool], params: dict[str, Any]) -> Op[bool]:
         if self.strategy != "auto":

@@ -1,24 +1,19 @@
-"""Run records: which runs happened, with what outcome (provenance for memories)."""
+"""Run records: which runs happened, with what outcome (provenance for memories).
+
+The statements' operations, and the three plans ``store.runs`` binds on both facades.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from harness.identifiers import check_identifier, check_optional_identifier
 from harness.memory.store import sql
-from harness.memory.store.executors import Op, run_async, run_sync
+from harness.memory.store.executors import Op
+from harness.memory.store.plans import Plan, in_transaction
 
-__all__ = ["AsyncRunRecords", "RunRecords", "finish_run", "list_runs", "start_run"]
-
-#: Opens one tenant-scoped transaction: ``transaction(action, tenant=...)``.
-Transaction = Callable[..., AbstractContextManager[Connection]]
-AsyncTransaction = Callable[..., AbstractAsyncContextManager[AsyncConnection]]
+__all__ = ["finish", "finish_run", "list_of", "list_runs", "start", "start_run"]
 
 
 def start_run(
@@ -61,115 +56,47 @@ def list_runs(tenant: str, workflow_id: str | None) -> Op[list[dict[str, Any]]]:
     return [dict(r) for r in (yield sql.runs_of(tenant, workflow_id)).mappings()]
 
 
-def _checked_start(
-    tenant: str, user_id: str, workflow_id: str | None, session_id: str | None
-) -> str:
+def start(
+    *,
+    run_id: str,
+    tenant: str,
+    user_id: str,
+    workflow_id: str | None,
+    session_id: str | None,
+    at: datetime,
+) -> Plan[None]:
+    """Record a run as started. Side effect: one row inserted."""
     tenant = check_identifier(tenant, "tenant")
     check_identifier(user_id, "user_id")
     check_optional_identifier(workflow_id, "workflow_id")
     check_optional_identifier(session_id, "session_id")
-    return tenant
+    op = start_run(
+        run_id=run_id,
+        tenant=tenant,
+        user_id=user_id,
+        workflow_id=workflow_id,
+        session_id=session_id,
+        at=at,
+    )
+    yield from in_transaction("record run", op, tenant)
 
 
-class RunRecords:
-    """Reads and writes the ``runs`` table, one transaction per call."""
-
-    def __init__(self, transaction: Transaction):
-        self._transaction = transaction
-
-    def start(
-        self,
-        *,
-        run_id: str,
-        tenant: str,
-        user_id: str,
-        workflow_id: str | None,
-        session_id: str | None,
-        at: datetime,
-    ) -> None:
-        """Record a run as started. Side effect: one row inserted."""
-        tenant = _checked_start(tenant, user_id, workflow_id, session_id)
-        op = start_run(
-            run_id=run_id,
-            tenant=tenant,
-            user_id=user_id,
-            workflow_id=workflow_id,
-            session_id=session_id,
-            at=at,
-        )
-        with self._transaction("record run", tenant=tenant) as conn:
-            run_sync(conn, op)
-
-    def finish(
-        self,
-        *,
-        run_id: str,
-        tenant: str,
-        status: str,
-        attempts: int,
-        at: datetime,
-        error: str | None = None,
-    ) -> None:
-        """Record a run's outcome. Idempotent."""
-        op = finish_run(
-            run_id=run_id, tenant=tenant, status=status, attempts=attempts, at=at, error=error
-        )
-        with self._transaction("record run", tenant=tenant) as conn:
-            run_sync(conn, op)
-
-    def list(self, tenant: str, workflow_id: str | None = None) -> list[dict[str, Any]]:
-        """Run records of a tenant (optionally one workflow), oldest first."""
-        with self._transaction("list runs", tenant=tenant) as conn:
-            return run_sync(conn, list_runs(tenant, workflow_id))
+def finish(
+    *,
+    run_id: str,
+    tenant: str,
+    status: str,
+    attempts: int,
+    at: datetime,
+    error: str | None = None,
+) -> Plan[None]:
+    """Record a run's outcome. Idempotent."""
+    op = finish_run(
+        run_id=run_id, tenant=tenant, status=status, attempts=attempts, at=at, error=error
+    )
+    yield from in_transaction("record run", op, tenant)
 
 
-class AsyncRunRecords:
-    """:class:`RunRecords` as coroutines, over the same operations."""
-
-    def __init__(self, transaction: AsyncTransaction):
-        self._transaction = transaction
-
-    async def start(
-        self,
-        *,
-        run_id: str,
-        tenant: str,
-        user_id: str,
-        workflow_id: str | None,
-        session_id: str | None,
-        at: datetime,
-    ) -> None:
-        """Record a run as started. Side effect: one row inserted."""
-        tenant = _checked_start(tenant, user_id, workflow_id, session_id)
-        op = start_run(
-            run_id=run_id,
-            tenant=tenant,
-            user_id=user_id,
-            workflow_id=workflow_id,
-            session_id=session_id,
-            at=at,
-        )
-        async with self._transaction("record run", tenant=tenant) as conn:
-            await run_async(conn, op)
-
-    async def finish(
-        self,
-        *,
-        run_id: str,
-        tenant: str,
-        status: str,
-        attempts: int,
-        at: datetime,
-        error: str | None = None,
-    ) -> None:
-        """Record a run's outcome. Idempotent."""
-        op = finish_run(
-            run_id=run_id, tenant=tenant, status=status, attempts=attempts, at=at, error=error
-        )
-        async with self._transaction("record run", tenant=tenant) as conn:
-            await run_async(conn, op)
-
-    async def list(self, tenant: str, workflow_id: str | None = None) -> list[dict[str, Any]]:
-        """Run records of a tenant (optionally one workflow), oldest first."""
-        async with self._transaction("list runs", tenant=tenant) as conn:
-            return await run_async(conn, list_runs(tenant, workflow_id))
+def list_of(tenant: str, workflow_id: str | None = None) -> Plan[list[dict[str, Any]]]:
+    """Run records of a tenant (optionally one workflow), oldest first."""
+    return (yield from in_transaction("list runs", list_runs(tenant, workflow_id), tenant))

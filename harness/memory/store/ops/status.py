@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
+from harness.errors import StoreError, StoreUnavailable
 from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import Kind, Memory, RecallRequest, Scope
 from harness.memory.embedding.embedder import Embedder, EmbedderChoice, FastEmbedder
 from harness.memory.store import sql
+from harness.memory.store.base import StoreBase
 from harness.memory.store.db import redact_url
-from harness.memory.store.executors import Op
+from harness.memory.store.executors import OnConnection, Op
+from harness.memory.store.migrate import current_revision, head_revision, recorded_revision
 from harness.memory.store.ops.vectors import stored_model_op
+from harness.memory.store.plans import Plan, in_transaction
 from harness.memory.store.replicas import ReplicaState
 
 __all__ = [
     "PROBE_USER",
+    "SchemaState",
     "StoreStatus",
     "build_status",
     "constraints_among",
     "left_out_ids",
     "probe_request",
+    "schema_state",
     "status_counts",
 ]
 
@@ -111,3 +119,35 @@ def constraints_among(left_out: Iterable[Memory | None]) -> int:
     """How many of the left-out memories are platform constraints (each recall of that
     tenant is then incomplete; the warning itself is logged once per caller and interval)."""
     return sum(1 for m in left_out if m and m.scope is Scope.PLATFORM and m.kind is Kind.CONSTRAINT)
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """The schema revision the database is at and the head this version ships."""
+
+    revision: str | None
+    head: str
+
+    @property
+    def current(self) -> bool:
+        return self.revision == self.head
+
+
+def schema_state(store: StoreBase) -> Plan[SchemaState]:
+    """The database's schema revision (one statement; the careful read when the version
+    table is missing) and the shipped head. Read-only; for readiness probes."""
+    try:
+        revision = yield from in_transaction(
+            "readiness check", _revision(recorded_revision), admits="none"
+        )
+    except StoreUnavailable:
+        raise
+    except StoreError:  # no alembic_version table: ask the careful way
+        revision = yield from in_transaction(
+            "readiness check", _revision(current_revision), admits="none"
+        )
+    return SchemaState(revision, head_revision())
+
+
+def _revision(read: Callable[[Connection], str | None]) -> Op[str | None]:
+    return (yield OnConnection(read))  # type: ignore[no-any-return]

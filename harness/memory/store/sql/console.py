@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, func, literal_column, select, tuple_
 from sqlalchemy.orm import aliased
 
-from harness.memory.domain.types import Kind, Scope, Status
+from harness.memory.domain.listing import BrowseFilter
+from harness.memory.domain.types import Scope, Status
 from harness.memory.store.sql.columns import MEMORY_COLUMNS, m
 from harness.memory.store.sql.schema import approvals, cleanup_tasks, memories
 
 __all__ = [
-    "BrowseFilter",
     "active_for_key_readonly",
     "audit_of_memory",
     "browse",
@@ -30,17 +29,6 @@ __all__ = [
     "similar_active",
     "written_per_day",
 ]
-
-
-@dataclass(frozen=True)
-class BrowseFilter:
-    """What the memory browser narrows a tenant's memories to; None means any."""
-
-    scope: Scope | None = None
-    scope_id: str | None = None
-    kind: Kind | None = None
-    status: Status | None = None
-    text: str | None = None
 
 
 _SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")

@@ -1,0 +1,105 @@
+"""The harness-memory command line against the test database."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.memory import MemoryCandidate, MemoryStore
+from harness.memory.store.migrate import head_revision
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _no_model(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The CLI loads its own embedder from the environment; keep these runs lexical and fast.
+    monkeypatch.setenv("HARNESS_EMBED_MODEL_PATH", str(tmp_path / "no-model"))
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "home"))
+    # Rich wraps at the terminal width: long database paths must not split the words asserted.
+    monkeypatch.setenv("COLUMNS", "400")
+
+
+def test_status_shows_revision_mode_counts_and_redacts(
+    store: MemoryStore, tenant: str, db_url: str
+) -> None:
+    store.write(
+        MemoryCandidate(tenant=tenant, scope="user", scope_id="a", kind="fact", content="a fact")
+    )
+    result = runner.invoke(app, ["status", "--url", db_url.replace("postgres:@", "postgres:pw@")])
+    assert result.exit_code == 0, result.output
+    assert f"schema revision {head_revision()}" in result.output
+    assert "lexical-only" in result.output
+    assert tenant in result.output
+    assert "pw@" not in result.output and "***" in result.output
+
+
+def test_init_is_idempotent(db_url: str) -> None:
+    for _ in range(2):
+        result = runner.invoke(app, ["init", "--url", db_url])
+        assert result.exit_code == 0 and f"revision {head_revision()}" in result.output
+
+
+def test_admin_flow(store: MemoryStore, tenant: str, db_url: str) -> None:
+    m = store.write(
+        MemoryCandidate(
+            tenant=tenant,
+            scope="platform",
+            kind="constraint",
+            content="Cite sources",
+            source={"origin": "completion"},
+        )
+    )
+    out = runner.invoke(app, ["admin", "pending", "--tenant", tenant, "--url", db_url]).output
+    assert str(m.id) in out and "Cite sources" in out
+    ok = runner.invoke(
+        app, ["admin", "approve", str(m.id), "--by", "root", "--tenant", tenant, "--url", db_url]
+    )
+    assert ok.exit_code == 0 and "approved" in ok.output
+    again = runner.invoke(
+        app, ["admin", "approve", str(m.id), "--by", "root", "--tenant", tenant, "--url", db_url]
+    )
+    assert again.exit_code == 2 and "not pending" in again.output
+    unknown = runner.invoke(
+        app,
+        [
+            "admin",
+            "reject",
+            "00000000-0000-0000-0000-000000000001",
+            "--by",
+            "root",
+            "--reason",
+            "no",
+            "--tenant",
+            tenant,
+            "--url",
+            db_url,
+        ],
+    )
+    assert unknown.exit_code == 2 and "has no memory with id" in unknown.output
+    audit = runner.invoke(app, ["admin", "audit", "--tenant", tenant, "--url", db_url]).output
+    assert "approved" in audit and "root" in audit
+
+
+def test_reembed_without_model_is_a_clear_error(db_url: str) -> None:
+    result = runner.invoke(app, ["reembed", "--url", db_url])
+    assert result.exit_code == 2 and "needs an embedding model" in result.output
+
+
+def test_status_shows_pending_cleanups(
+    store: MemoryStore, tenant: str, db_url: str, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from product_adapter import ProductAdapter
+    from tests.support.stores import unreachable_store
+
+    down = unreachable_store()
+    try:
+        ProductAdapter(down, tmp_path / "home" / "cleanup-spool.jsonl").workflow_deleted(
+            tenant, "wf-gone"
+        )
+    finally:
+        down.close()
+    out = runner.invoke(app, ["status", "--url", db_url]).output
+    line = next(row for row in out.splitlines() if tenant in row)
+    assert line.rstrip(" │").endswith("1")

@@ -1,0 +1,50 @@
+"""Fixtures of the system tests (servers and processes): the MCP server over HTTP."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.support.mcp_helpers import INGEST_KEY, free_port
+
+if TYPE_CHECKING:
+    from harness.memory import AsyncMemoryStore
+    from tests.support.loop_thread import LoopThread
+
+
+@pytest.fixture
+def http_server(
+    aloop: LoopThread, astore: AsyncMemoryStore, tenant: str, tmp_path: Path
+) -> Iterator[dict[str, Any]]:
+    """The MCP server over HTTP (uvicorn on the store's loop) with tokens for alice and bob."""
+    import uvicorn
+
+    from harness.mcp_server import TokenFile, TokenFileVerifier, build_server
+    from harness.memory import Caller
+
+    tokens = TokenFile(tmp_path / "tokens.json")
+    alice = tokens.add(Caller(tenant, "alice"))
+    bob = tokens.add(Caller(tenant, "bob"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = build_server(
+        astore, verifier=TokenFileVerifier(tokens), public_url=base, ingest_key=INGEST_KEY
+    )
+    config = uvicorn.Config(
+        server.streamable_http_app(host="127.0.0.1"),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )
+    web = uvicorn.Server(config)
+    serving = aloop.submit(web.serve())  # on the store's loop
+    deadline = time.time() + 10
+    while not web.started and time.time() < deadline:
+        time.sleep(0.05)
+    yield {"base": base, "alice": alice, "bob": bob, "tokens": tokens}
+    web.should_exit = True
+    serving.result(timeout=10)

@@ -1,0 +1,95 @@
+"""RecallSet memos over MCP: handles work in stateless and handshake mode, per caller only.
+
+Here the tests with other processes, servers or real faults; the others are in
+tests/unit/test_mcp_memo.py, tests/db/test_mcp_memo_db.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.db.test_mcp_memo_db import MODES, memo_round_trip, tool
+
+
+def http_client(base: str, token: str, mode: str) -> Any:
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def connect() -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode) as c,
+        ):
+            yield c
+
+    return connect
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_memo_over_http_is_bound_to_the_token(
+    http_server: dict[str, Any],
+    mode: str,
+) -> None:
+    base = http_server["base"]
+    as_alice = http_client(base, http_server["alice"], mode)
+    as_bob = http_client(base, http_server["bob"], mode)
+    anyio.run(memo_round_trip, as_alice)
+
+    async def across() -> None:
+        async with as_alice() as alice:
+            added, _ = await tool(alice, "recallset_add", {"content": "alice's secret note"})
+            memo, item = json.loads(added)["memo"], json.loads(added)["id"]
+        async with as_bob() as bob:
+            for name, args in [
+                ("recallset_overview", {"memo": memo}),
+                ("recallset_read", {"memo": memo, "id": item}),
+                ("recallset_mark", {"memo": memo, "id": item, "mark": "discard"}),
+                ("recallset_add", {"memo": memo, "content": "bob writes here"}),
+            ]:
+                text, error = await tool(bob, name, args)
+                assert error and f"no memo {memo!r} for this caller" in text
+                assert "secret" not in text
+        async with as_alice() as alice:
+            listed, error = await tool(alice, "recallset_overview", {"memo": memo})
+            assert not error
+            assert [(n["title"], n["mark"]) for n in json.loads(listed)] == [
+                ("alice's secret note", "check")
+            ]
+
+    anyio.run(across)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_memo_over_stdio(db_url: str, tenant: str, mode: str) -> None:
+    env = {
+        **os.environ,
+        "HARNESS_DATABASE_URL": db_url,
+        "HARNESS_MCP_TENANT": tenant,
+        "HARNESS_MCP_USER": "alice",
+        "HARNESS_EMBED_MODEL_PATH": "/nonexistent-model",
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-W", "ignore", "-m", "harness.cli", "mcp"], env=env
+    )
+
+    async def go() -> None:
+        async with Client(params, mode=mode) as client:
+
+            class Same:  # one subprocess: the memo must survive between stateless requests
+                async def __aenter__(self) -> Client:
+                    return client
+
+                async def __aexit__(self, *exc: object) -> None:
+                    return None
+
+            await memo_round_trip(Same)
+
+    anyio.run(go)
