@@ -3,12 +3,12 @@
     python -m bench.judge_data              # once: datasets and their signals
     python -m bench.judge_fit               # fit on dev, pick the threshold on dev, report dev
                                             # and test beside the old fixed floor; writes
-                                            # harness/memory/domain/judge_params.py,
+                                            # harness/memory/domain/relevance_params.py,
                                             # bench/results/judge.json, bench/results/judge.png
     python -m bench.judge_fit --report-only # evaluate the shipped parameters, write nothing
                                             # to the package
 
-The model is a logistic regression over the features of :mod:`harness.memory.domain.judge`, fitted by
+The model is a logistic regression over the features of :mod:`harness.memory.domain.relevance`, fitted by
 L-BFGS-B with every evidence weight bounded to be non-negative (so the judge is monotone), a
 small L2 penalty, and each dataset weighted equally. The threshold is the probability on dev
 that leaves the smallest total shortfall against the goals, ties going to the best sum of
@@ -29,7 +29,8 @@ from scipy.optimize import minimize
 
 from bench.common import RESULTS
 from bench.judge_data import Query, load
-from harness.memory.domain.judge import (
+from harness.memory.domain.ranking import Ranked, RankingConfig, Scored, fuse, stats_of
+from harness.memory.domain.relevance import (
     COVERAGE_KNOTS,
     EVIDENCE_FEATURES,
     OFFSET_FEATURES,
@@ -38,7 +39,6 @@ from harness.memory.domain.judge import (
     default_judge,
     features,
 )
-from harness.memory.domain.ranking import Ranked, RankingConfig, Scored, fuse, stats_of
 
 Mode = Literal["hybrid", "lexical"]
 PARAMS_FILE = Path(__file__).resolve().parents[1] / "harness" / "memory" / "judge_params.py"

@@ -16,7 +16,7 @@ from typing import Any
 from bench.common import RESULTS, CachedEmbedder, fresh_store, percentiles, settle
 from bench.synthetic import generate
 from harness.memory import MemoryCandidate, RecallRequest
-from harness.memory.domain.judge import JudgeModel, JudgeParams
+from harness.memory.domain.relevance import JudgeModel, JudgeParams
 
 TENANT, USER = "judge-latency", "u"
 

@@ -63,8 +63,8 @@ MODULES: dict[str, Target] = {
         ("tests/unit/test_fusion.py", "tests/unit/test_ranking_rules.py"),
     ),
     "judge features": Target(
-        ("harness/memory/domain/judge.py",),
-        ("harness.memory.domain.judge.*",),
+        ("harness/memory/domain/relevance.py",),
+        ("harness.memory.domain.relevance.*",),
         (
             "tests/unit/test_judge.py",
             "tests/unit/test_judge_rules.py",
@@ -190,10 +190,10 @@ EQUIVALENT: dict[str, str] = {
     "harness.memory.domain.recall.x_order_key__mutmut_13": (
         "non-constraints' second component 1 instead of 0: only compared among non-constraints"
     ),
-    "harness.memory.domain.judge.x__sigmoid__mutmut_1": (
+    "harness.memory.domain.relevance.x__sigmoid__mutmut_1": (
         "z > 0 instead of z >= 0: at z = 0 both branches give 0.5"
     ),
-    "harness.memory.domain.judge.x__sigmoid__mutmut_2": (
+    "harness.memory.domain.relevance.x__sigmoid__mutmut_2": (
         "z >= 1 instead of z >= 0: e/(1+e) and 1/(1+e^-z) are the same function"
     ),
 }

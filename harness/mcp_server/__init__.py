@@ -8,8 +8,8 @@ from harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.mcp_server.identity import TokenFile, TokenFileVerifier, hash_token
+    from harness.mcp_server.memos import MemoLimits
     from harness.mcp_server.server import BUSY, STOPPING, UNAVAILABLE, McpLimits, build_server
-    from harness.mcp_server.sessions import MemoLimits
 
 __all__ = [
     "BUSY",
@@ -34,6 +34,6 @@ __getattr__, __dir__ = lazy_exports(
         "STOPPING": "harness.mcp_server.server",
         "UNAVAILABLE": "harness.mcp_server.server",
         "build_server": "harness.mcp_server.server",
-        "MemoLimits": "harness.mcp_server.sessions",
+        "MemoLimits": "harness.mcp_server.memos",
     },
 )

@@ -4,7 +4,7 @@ One server process keeps its memos in memory (:class:`LocalMemoBook`, nothing wr
 anywhere). Several worker processes behind one port cannot: a caller's next request may land
 on another worker, so they share the memos through the database
 (:class:`~harness.mcp_server.memo_pg.PostgresMemoBook`). Both keep the same rules
-(:class:`~harness.mcp_server.sessions.MemoLimits`): a handle opens a memo only for the caller
+(:class:`~harness.mcp_server.memos.MemoLimits`): a handle opens a memo only for the caller
 that opened it, idle memos expire, a caller's least recently used memo closes past the cap, and
 an ended memo says why.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from harness.mcp_server.sessions import MemoLimits, RecallSets
+from harness.mcp_server.memos import MemoLimits, RecallSets
 from harness.memory.domain.caller import Caller
 from harness.recallset import RecallSet
 

@@ -1,6 +1,6 @@
 """RecallSet memos in PostgreSQL, shared by the MCP server's worker processes.
 
-The same rules as the in-process book (:class:`~harness.mcp_server.sessions.RecallSets`), kept
+The same rules as the in-process book (:class:`~harness.mcp_server.memos.RecallSets`), kept
 in the UNLOGGED table ``mcp_memos`` (migration 0008) instead of process memory: a caller's next
 request may land on another worker. Each call is one named store operation (``memo_open``,
 ``memo_use``, ``memo_discard``, ``memo_count``): one transaction on the primary, under the
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-from harness.mcp_server.sessions import (
+from harness.mcp_server.memos import (
     MemoLimits,
     cap_reason,
     idle_reason,
@@ -95,7 +95,7 @@ class PostgresMemoBook:
     """Memos in PostgreSQL (the table ``mcp_memos``): for several server processes.
 
     Observably the same as :class:`~harness.mcp_server.memo_book.LocalMemoBook` over
-    :class:`~harness.mcp_server.sessions.RecallSets` with the same limits and clock, except:
+    :class:`~harness.mcp_server.memos.RecallSets` with the same limits and clock, except:
 
     * ``open`` also deletes (up to :data:`SWEEP_BATCH` per call) rows of its tenant last used
       more than ``idle_s + retention_s`` ago, open or ended, so callers who never come back

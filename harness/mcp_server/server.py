@@ -21,7 +21,7 @@ from harness.errors import HarnessError
 from harness.mcp_server.identity import TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
-from harness.mcp_server.sessions import MemoExpired, MemoLimits, MemoNotFound, RecallSets
+from harness.mcp_server.memos import MemoExpired, MemoLimits, MemoNotFound, RecallSets
 from harness.memory import AsyncMemoryStore
 from harness.memory.domain.caller import Caller
 from harness.memory.domain.recall import RecallResult

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 from harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harness.recallset.core import AddResult, Mark, RecallItem, RecallSet
+    from harness.recallset.core import AddResult, Mark, Note, RecallSet
     from harness.recallset.tools import TOOL_DEFINITIONS, RecallSetTools
 
 __all__ = [
     "TOOL_DEFINITIONS",
     "AddResult",
     "Mark",
-    "RecallItem",
+    "Note",
     "RecallSet",
     "RecallSetTools",
 ]
@@ -27,7 +27,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "AddResult": "harness.recallset.core",
         "Mark": "harness.recallset.core",
-        "RecallItem": "harness.recallset.core",
+        "Note": "harness.recallset.core",
         "RecallSet": "harness.recallset.core",
         "RecallSetTools": "harness.recallset.tools",
         "TOOL_DEFINITIONS": "harness.recallset.tools",

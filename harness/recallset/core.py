@@ -11,7 +11,7 @@ from typing import Any
 from harness.errors import InvalidInput, MemoryNotFound
 from harness.fingerprint import fingerprint
 
-__all__ = ["STATE_VERSION", "AddResult", "Mark", "RecallItem", "RecallSet"]
+__all__ = ["STATE_VERSION", "AddResult", "Mark", "Note", "RecallSet"]
 
 TITLE_MAX = 80
 #: The layout :meth:`RecallSet.to_state` writes; :meth:`RecallSet.from_state` reads only this.
@@ -36,7 +36,7 @@ _MARK_RANK = {Mark.DISCARD: 0, Mark.CHECK: 1, Mark.KEEP: 2}
 
 
 @dataclass(frozen=True)
-class RecallItem:
+class Note:
     """One memo item. ``order`` is the creation sequence within the run."""
 
     id: str
@@ -53,9 +53,9 @@ class RecallItem:
 class AddResult:
     """What ``add`` did: the item (new or existing), whether it was a duplicate, what was evicted."""
 
-    item: RecallItem
+    item: Note
     duplicate: bool = False
-    evicted: tuple[RecallItem, ...] = field(default_factory=tuple)
+    evicted: tuple[Note, ...] = field(default_factory=tuple)
 
     @property
     def id(self) -> str:
@@ -95,7 +95,7 @@ def _text_at(value: Any, path: str) -> str:
     return value
 
 
-def _item_state(item: RecallItem) -> dict[str, Any]:
+def _item_state(item: Note) -> dict[str, Any]:
     return {
         "id": item.id,
         "title": item.title,
@@ -108,7 +108,7 @@ def _item_state(item: RecallItem) -> dict[str, Any]:
     }
 
 
-def _item_from_state(raw: Any, path: str) -> RecallItem:
+def _item_from_state(raw: Any, path: str) -> Note:
     if not isinstance(raw, Mapping):
         raise _bad(path, f"must be an object, got {type(raw).__name__}")
     for name in _ITEM_FIELDS:
@@ -122,7 +122,7 @@ def _item_from_state(raw: Any, path: str) -> RecallItem:
     except ValueError:
         raise _bad(f"{path}.mark", f"{raw['mark']!r} is not one of keep, check, discard") from None
     source = raw["source"]
-    return RecallItem(
+    return Note(
         id=_text_at(raw["id"], f"{path}.id"),
         title=_text_at(raw["title"], f"{path}.title"),
         content=_text_at(raw["content"], f"{path}.content"),
@@ -134,7 +134,7 @@ def _item_from_state(raw: Any, path: str) -> RecallItem:
     )
 
 
-def _items_from_state(raw: Any, path: str) -> list[RecallItem]:
+def _items_from_state(raw: Any, path: str) -> list[Note]:
     if not isinstance(raw, list):
         raise _bad(path, f"must be a list, got {type(raw).__name__}")
     return [_item_from_state(each, f"{path}.{i}") for i, each in enumerate(raw)]
@@ -151,9 +151,9 @@ class RecallSet:
         if not isinstance(max_items, int) or isinstance(max_items, bool) or max_items < 1:
             raise InvalidInput("max_items: must be a positive integer", fields=("max_items",))
         self.max_items = max_items
-        self._items: dict[str, RecallItem] = {}
+        self._items: dict[str, Note] = {}
         self._by_fp: dict[str, str] = {}
-        self._discarded: dict[str, RecallItem] = {}
+        self._discarded: dict[str, Note] = {}
         self._heap: list[tuple[int, int, int, str]] = []
         #: The ``order`` (and id number) of the next new item; never reset, not even by clear.
         self._next_order = 1
@@ -164,7 +164,7 @@ class RecallSet:
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._items
 
-    def _push(self, item: RecallItem) -> None:
+    def _push(self, item: Note) -> None:
         # Eviction order: lowest mark rank, then lowest priority, then oldest. Entries of items
         # that changed since are skipped when popped, and compacted away when they pile up.
         heapq.heappush(self._heap, (item.mark.rank, item.priority, item.order, item.id))
@@ -174,7 +174,7 @@ class RecallSet:
             ]
             heapq.heapify(self._heap)
 
-    def _store(self, item: RecallItem) -> RecallItem:
+    def _store(self, item: Note) -> Note:
         self._items[item.id] = item
         self._push(item)
         if item.mark is Mark.DISCARD:
@@ -183,7 +183,7 @@ class RecallSet:
             self._discarded.pop(item.fingerprint, None)
         return item
 
-    def _evict_one(self) -> RecallItem:
+    def _evict_one(self) -> Note:
         while True:
             rank, priority, order, item_id = heapq.heappop(self._heap)
             item = self._items.get(item_id)
@@ -234,12 +234,12 @@ class RecallSet:
         if fp in self._discarded:
             # Evicted earlier but remembered as junk for the run.
             return AddResult(self._discarded[fp], duplicate=True)
-        evicted: list[RecallItem] = []
+        evicted: list[Note] = []
         while len(self._items) >= self.max_items:
             evicted.append(self._evict_one())
         order = self._next_order
         self._next_order += 1
-        item = RecallItem(
+        item = Note(
             id=f"r{order}",
             title=derive_title(title) if title and title.strip() else derive_title(content),
             content=content,
@@ -252,12 +252,12 @@ class RecallSet:
         self._by_fp[fp] = item.id
         return AddResult(self._store(item), evicted=tuple(evicted))
 
-    def mark(self, item_id: str, mark: Mark | str) -> RecallItem:
+    def mark(self, item_id: str, mark: Mark | str) -> Note:
         """Set an item's mark explicitly (up or down). Unknown id: ``MemoryNotFound``."""
         item = self._get(item_id)
         return self._store(replace(item, mark=_as_mark(mark)))
 
-    def _get(self, item_id: str) -> RecallItem:
+    def _get(self, item_id: str) -> Note:
         item = self._items.get(item_id)
         if item is None:
             raise MemoryNotFound(f"no RecallSet item with id {item_id!r}")
@@ -267,7 +267,7 @@ class RecallSet:
         """The full content of one item."""
         return self._get(item_id).content
 
-    def get(self, item_id: str) -> RecallItem:
+    def get(self, item_id: str) -> Note:
         """The item itself."""
         return self._get(item_id)
 
@@ -278,7 +278,7 @@ class RecallSet:
             for it in self.items()
         ]
 
-    def items(self) -> list[RecallItem]:
+    def items(self) -> list[Note]:
         """Live items, oldest first (dict order is creation order: updates keep their slot)."""
         return list(self._items.values())
 

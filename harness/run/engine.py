@@ -30,24 +30,24 @@ from harness.run.flow import (
     run_flow,
 )
 from harness.run.types import (
-    AsyncJudge,
     AsyncModelClient,
+    AsyncOutputJudge,
     EngineConfig,
-    Judge,
     Message,
     ModelClient,
+    OutputJudge,
     RunInput,
     RunOutcome,
     Verdict,
 )
 
 __all__ = [
-    "AsyncJudge",
     "AsyncModelClient",
+    "AsyncOutputJudge",
     "Engine",
     "EngineConfig",
-    "Judge",
     "ModelClient",
+    "OutputJudge",
     "RunInput",
     "RunOutcome",
     "Verdict",
@@ -56,7 +56,7 @@ __all__ = [
 T = TypeVar("T")
 
 AnyModel = ModelClient | AsyncModelClient | Callable[[list[Message]], Any]
-AnyJudge = Judge | AsyncJudge | Callable[[str, str], Any]
+AnyOutputJudge = OutputJudge | AsyncOutputJudge | Callable[[str, str], Any]
 
 
 def _not_awaitable(value: T | Awaitable[T], what: str) -> T:
@@ -79,7 +79,7 @@ class Engine:
     def __init__(
         self,
         model: AnyModel,
-        judge: AnyJudge,
+        judge: AnyOutputJudge,
         store: MemoryStore | AsyncMemoryStore,
         extractor: Extractor | None = None,
         max_attempts: int = 3,

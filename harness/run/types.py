@@ -14,12 +14,12 @@ from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import CallerFields, FrozenModel, Memory, MemoryCandidate
 
 __all__ = [
-    "AsyncJudge",
     "AsyncModelClient",
+    "AsyncOutputJudge",
     "EngineConfig",
-    "Judge",
     "Message",
     "ModelClient",
+    "OutputJudge",
     "RunInput",
     "RunOutcome",
     "Verdict",
@@ -48,14 +48,14 @@ class Verdict(FrozenModel):
     id: str = Field(default_factory=lambda: f"v-{uuid.uuid4().hex[:12]}")
 
 
-class Judge(Protocol):
+class OutputJudge(Protocol):
     """Decides whether an output is acceptable for an input."""
 
     def __call__(self, input: str, output: str) -> Verdict: ...
 
 
-class AsyncJudge(Protocol):
-    """:class:`Judge` as a coroutine function (for :meth:`Engine.arun`)."""
+class AsyncOutputJudge(Protocol):
+    """:class:`OutputJudge` as a coroutine function (for :meth:`Engine.arun`)."""
 
     def __call__(self, input: str, output: str) -> Awaitable[Verdict]: ...
 

@@ -30,7 +30,7 @@ from harness.errors import MemoryNotFound
 from harness.mcp_server import MemoLimits
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
 from harness.mcp_server.memo_pg import PostgresMemoBook
-from harness.mcp_server.sessions import MemoExpired, MemoNotFound, RecallSets
+from harness.mcp_server.memos import MemoExpired, MemoNotFound, RecallSets
 from harness.memory import AsyncMemoryStore, Caller
 from harness.recallset import AddResult, RecallSet
 from tests.support.hash_embedder import HashEmbedder

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput
 from harness.memory import RecallRequest
-from harness.memory.domain.judge import (
+from harness.memory.domain.ranking import RankingConfig, Scored, fuse
+from harness.memory.domain.relevance import (
     EVIDENCE_FEATURES,
     JudgeModel,
     JudgeParams,
@@ -22,8 +23,7 @@ from harness.memory.domain.judge import (
     features,
     query_stats,
 )
-from harness.memory.domain.judge_params import PARAMS
-from harness.memory.domain.ranking import RankingConfig, Scored, fuse
+from harness.memory.domain.relevance_params import PARAMS
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 sims = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)

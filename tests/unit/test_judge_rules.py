@@ -2,7 +2,7 @@
 one candidate in each mode, and the explanation line.
 
 Pure. Hand-computed expectations for small inputs, written to kill the mutants ``make mutate``
-found in ``harness/memory/domain/judge.py`` (docs/mutation.md).
+found in ``harness/memory/domain/relevance.py`` (docs/mutation.md).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from harness.memory.domain.judge import (
+from harness.memory.domain.relevance import (
     COVERAGE_KNOTS,
     SIM_KNOTS,
     Judgement,
@@ -23,7 +23,7 @@ from harness.memory.domain.judge import (
     features,
     query_stats,
 )
-from harness.memory.domain.judge_params import PARAMS
+from harness.memory.domain.relevance_params import PARAMS
 
 
 def test_stats_of_no_scores_are_the_neutral_defaults() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.mcp_server import MemoLimits
-from harness.mcp_server.sessions import MemoExpired, MemoNotFound, RecallSets
+from harness.mcp_server.memos import MemoExpired, MemoNotFound, RecallSets
 from harness.memory import Caller
 
 ALICE = Caller("t1", "alice")

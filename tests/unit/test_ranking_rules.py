@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.memory.domain.judge import (
+from harness.memory.domain.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
+from harness.memory.domain.relevance import (
     Judgement,
     JudgeModel,
     JudgeParams,
@@ -25,7 +26,6 @@ from harness.memory.domain.judge import (
     default_judge,
     query_stats,
 )
-from harness.memory.domain.ranking import UNJUDGED, Ranked, RankingConfig, Scored, fuse, stats_of
 
 HYBRID_BAR = 0.6
 LEXICAL_BAR = 0.3

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.errors import InvalidInput
-from harness.memory.domain.judge import (
+from harness.memory.domain.relevance import (
     Judgement,
     JudgeModel,
     QueryStats,

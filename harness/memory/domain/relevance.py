@@ -4,7 +4,7 @@ Pure: no database, no model. Recall hands it every signal it has for a candidate
 context similarity, IDF-weighted lexical evidence, the item's ranks, how far it stands out from
 the query's own score distribution, its kind) and one threshold on the probability decides what
 passes. The coefficients are fitted from the dev splits by ``python -m bench.judge_fit``, which
-writes :mod:`harness.memory.domain.judge_params`; nothing here is a hand-set floor.
+writes :mod:`harness.memory.domain.relevance_params`; nothing here is a hand-set floor.
 
 Monotone by construction: every evidence feature is a non-decreasing function of one signal and
 its fitted weight is non-negative, so more evidence never lowers the probability.
@@ -20,7 +20,7 @@ from typing import Literal
 
 import numpy as np
 
-from harness.memory.domain.judge_params import PARAMS
+from harness.memory.domain.relevance_params import PARAMS
 
 __all__ = [
     "EVIDENCE_FEATURES",
