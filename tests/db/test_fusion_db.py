@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import uuid
 
-from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
+from harness.memory import MemoryCandidate, MemoryStore, RecallConfig, RecallRequest
 from harness.memory.domain.ranking import RankingConfig
+from tests.support.stores import make_store
 from tests.unit.test_fusion import TOP_N
 
 DISTRACTORS = [
@@ -59,8 +60,14 @@ def test_rare_identifier_found_by_full_text_among_vector_distractors(
 
     def recalled(mode: str) -> list[uuid.UUID]:
         cfg = RankingConfig(top_n=TOP_N, use_floor=False, mode=mode)  # type: ignore[arg-type]
-        semantic_store.retriever.ranking = cfg  # the fixture's store is this test's own
-        return [i.memory.id for i in semantic_store.recall(request).items]
+        # one store per configuration (recall is configured at connect), on the same rows
+        ranked = make_store(
+            semantic_store.url, semantic_store.embedder, recall=RecallConfig(ranking=cfg)
+        )
+        try:
+            return [i.memory.id for i in ranked.recall(request).items]
+        finally:
+            ranked.close()
 
     # the premise: vectors alone rank more than N distractors above it, full text first
     assert rare.id not in recalled("vector")

@@ -11,7 +11,8 @@ from datetime import timedelta
 import pytest
 
 from harness.clock import FixedClock
-from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
+from harness.memory import MemoryCandidate, MemoryStore, RecallConfig, RecallRequest
+from tests.support.stores import make_store
 
 TOPIC = "quarterly invoice reconciliation"
 
@@ -56,11 +57,15 @@ def test_expiry_is_exclusive_at_its_instant(
     ends = clock.at + timedelta(hours=1)
     item = write(store, tenant, scope, scope_id, kind, expires_at=ends)
     # large_pool=0 makes "hnsw" take the probed, index path whatever the pool size
-    store.retriever.strategy = strategy  # type: ignore[assignment]
-    store.retriever.large_pool = 0  # the fixture's store is this test's own
+    configured = make_store(
+        store.url,
+        store.embedder,
+        clock,
+        recall=RecallConfig(strategy=strategy, large_pool=0),  # type: ignore[arg-type]
+    )
 
     def recalled(now: object) -> set[object]:
-        r = store.recall(
+        r = configured.recall(
             RecallRequest(
                 tenant=tenant,
                 user_id="alice",
@@ -72,8 +77,11 @@ def test_expiry_is_exclusive_at_its_instant(
         )
         return {i.memory.id for i in r.items} | {o.memory_id for o in r.omitted}
 
-    assert recalled(ends - timedelta(microseconds=1)) == {item.id}
-    assert recalled(ends) == set()
+    try:
+        assert recalled(ends - timedelta(microseconds=1)) == {item.id}
+        assert recalled(ends) == set()
+    finally:
+        configured.close()
 
 
 def test_scope_ids_match_exactly_for_every_scope(store: MemoryStore, tenant: str) -> None:

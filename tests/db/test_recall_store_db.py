@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.clock import FixedClock
-from harness.memory import Kind, MemoryCandidate, MemoryStore, RecallRequest, Scope
+from harness.memory import Kind, MemoryCandidate, MemoryStore, RecallConfig, RecallRequest, Scope
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.stores import make_store
 
@@ -304,10 +304,10 @@ def test_explain_names_the_vector_strategy(store: MemoryStore, tenant: str) -> N
     store.write(cand(tenant, "user", "alice", "fact", "The badge reader is model HX-200"))
     r = store.recall(RecallRequest(tenant=tenant, user_id="alice", query="badge reader"))
     assert "exact scan of the readable rows" in r.explain()
-    store.retriever.strategy = "hnsw"
+    hnsw = make_store(store.url, store.embedder, recall=RecallConfig(strategy="hnsw"))
     try:
-        r2 = store.recall(RecallRequest(tenant=tenant, user_id="alice", query="badge reader"))
+        r2 = hnsw.recall(RecallRequest(tenant=tenant, user_id="alice", query="badge reader"))
     finally:
-        store.retriever.strategy = "auto"
+        hnsw.close()
     assert "HNSW index" in r2.explain()
     assert [i.memory.content for i in r2.items] == [i.memory.content for i in r.items]

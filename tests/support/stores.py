@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from harness.clock import FixedClock
+from harness.memory import RecallConfig
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
@@ -40,7 +41,12 @@ def unreachable_store() -> MemoryStore:
 
 
 def make_store(
-    db_url: str, embedder: Embedder | None, clock: FixedClock | None = None, **settings: object
+    db_url: str,
+    embedder: Embedder | None,
+    clock: FixedClock | None = None,
+    *,
+    recall: RecallConfig | None = None,
+    **settings: object,
 ) -> MemoryStore:
     return MemoryStore.connect(
         db_url,
@@ -49,4 +55,5 @@ def make_store(
         migrate=False,
         check_model=False,
         settings=Settings.from_env(**settings),
+        recall=recall,
     )  # type: ignore[arg-type]
