@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import resource
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
 
-from harness.memory.embedding.embedder import Embedder, load_embedder
-from harness.memory.store.db import normalize_url
-from harness.memory.store.embedded import embedded_url
-from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
+
+# The harness modules this file needs, where this tree keeps them; else where the issue-time
+# code (d31ebc9, before the layering) kept them: bench.scale's baseline passes run this
+# tree's bench/ against that ``harness`` package. The one place bench/ imports either layout.
+try:
+    from harness.memory.embedding.embedder import Embedder, load_embedder
+    from harness.memory.store import sql as memory_sql
+    from harness.memory.store.db import normalize_url, translate_errors
+    from harness.memory.store.embedded import embedded_url
+    from harness.memory.store.rls import assume_app_role
+    from harness.memory.store.sync import MemoryStore
+except ModuleNotFoundError:  # the issue-time layout (a baseline pass of bench.scale)
+    from harness.memory.db import normalize_url, translate_errors  # type: ignore[no-redef]
+    from harness.memory.embedded import embedded_url  # type: ignore[no-redef]
+    from harness.memory.embedder import Embedder, load_embedder  # type: ignore[no-redef]
+    from harness.memory.rls import assume_app_role  # type: ignore[no-redef]
+
+    from harness.memory import sql as memory_sql  # type: ignore[no-redef]
+    from harness.memory.store import MemoryStore  # type: ignore[no-redef]
 
 WORK = Path(__file__).parent / ".work"
 RESULTS = Path(__file__).parent / "results"
@@ -29,12 +46,17 @@ __all__ = [
     "RESULTS",
     "WORK",
     "CachedEmbedder",
+    "all_tenants",
+    "as_tenant",
     "fresh_store",
     "peak_rss_mb",
     "percentiles",
     "rank_metrics",
+    "reconnect",
+    "relevance_plan",
     "server_url",
     "settle",
+    "sql_engine",
     "timed",
 ]
 
@@ -45,8 +67,9 @@ def server_url() -> str:
     return normalize_url(explicit or embedded_url(WORK / "home"))
 
 
-def fresh_store(embedder: Embedder | None, name: str) -> MemoryStore:
-    """A store on a new, migrated database called ``name`` (dropped first if present)."""
+def fresh_store(embedder: Embedder | None, name: str, *, recall: Any = None) -> MemoryStore:
+    """A store on a new, migrated database called ``name`` (dropped first if present);
+    ``recall``: its :class:`~harness.memory.RecallConfig` (None: the default)."""
     base = server_url()
     admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
@@ -55,7 +78,123 @@ def fresh_store(embedder: Embedder | None, name: str) -> MemoryStore:
     admin.dispose()
     url = make_url(base).set(database=name).render_as_string(hide_password=False)
     settings = Settings.from_env(statement_timeout_ms=600_000)
-    return MemoryStore.connect(url, embedder=embedder, settings=settings, check_model=False)
+    return MemoryStore.connect(
+        url, embedder=embedder, settings=settings, check_model=False, recall=recall
+    )
+
+
+def reconnect(store: MemoryStore, recall: Any) -> MemoryStore:
+    """Another store on ``store``'s database, its settings and its (already loaded) embedder,
+    with recall configured by ``recall`` (a :class:`~harness.memory.RecallConfig`): how a
+    benchmark compares recall configurations, one store each. Close it after use."""
+    return MemoryStore.connect(
+        store.url,
+        embedder=store.embedder,
+        settings=store.settings,
+        migrate=False,
+        check_model=False,
+        recall=recall,
+    )
+
+
+# --- raw SQL on a store's database ---------------------------------------------------------------
+# The store is closed (no connection or transaction leaves it): these open connections of their
+# own to its database, as the application role exactly as the store's pooled connections do
+# (row-level security applies), admitting one tenant's rows, none, or every tenant's.
+
+
+@contextlib.contextmanager
+def sql_engine(store: Any) -> Iterator[sa.Engine]:
+    """An engine of one connection on ``store``'s database, connecting as the store does (the
+    application role): pass it to :func:`as_tenant` / :func:`all_tenants` to reuse that
+    connection (warm caches) across transactions. Disposed at the end."""
+    engine = sa.create_engine(store.url, pool_size=1, max_overflow=0)
+    event.listen(engine, "connect", assume_app_role)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def _transaction(store: Any, engine: sa.Engine | None) -> Iterator[Connection]:
+    with contextlib.ExitStack() as stack:
+        own = engine or stack.enter_context(sql_engine(store))
+        # driver errors come out as the store's own (StoreError, StoreUnavailable)
+        with translate_errors("bench sql"), own.connect() as conn, conn.begin():
+            yield conn
+
+
+@contextlib.contextmanager
+def as_tenant(
+    store: Any, tenant: str | None = None, *, engine: sa.Engine | None = None
+) -> Iterator[Connection]:
+    """One transaction as the application role admitting ``tenant``'s rows (None: no tenant's
+    rows at all), on ``engine`` (from :func:`sql_engine`) or a connection of its own. Commits
+    when the block ends without an error."""
+    with _transaction(store, engine) as conn:
+        if tenant is not None:
+            conn.execute(memory_sql.set_tenant(tenant))
+        yield conn
+
+
+@contextlib.contextmanager
+def all_tenants(
+    store: Any, *, as_owner: bool = False, engine: sa.Engine | None = None
+) -> Iterator[Connection]:
+    """One transaction over every tenant's rows (what the store's maintenance does);
+    ``as_owner`` runs it as the login itself (schema changes: indexes). Commits at the end."""
+    with _transaction(store, engine) as conn:
+        if as_owner:
+            conn.execute(memory_sql.reset_local_role())
+        conn.execute(memory_sql.all_tenants())
+        yield conn
+
+
+def relevance_plan(
+    store: Any,
+    query: str,
+    *,
+    tenant: str,
+    user: str,
+    workflow: str | None,
+    exact: bool,
+    engine: sa.Engine | None = None,
+) -> list[str]:
+    """One ``EXPLAIN (ANALYZE, BUFFERS)`` of the relevance query exactly as recall sends it
+    (exact scan, or HNSW with recall's settings), as plan lines; the statement is the loaded
+    ``harness``'s own (a baseline pass explains the baseline's)."""
+    emb = store.embedder
+    assert emb is not None
+    stmt = memory_sql.relevance_scores(
+        has_workflow=workflow is not None,
+        has_session=False,
+        scopes=("session", "workflow", "user", "platform"),
+        with_vector=True,
+        exact=exact,
+        bounded_lexical=not exact,
+    )
+    values = {
+        **memory_sql.readable_params(tenant, user, workflow, None, store.clock.now()),
+        "q_text": query,
+        "stopwords": list(memory_sql.STOPWORDS),
+        "depth": 100,
+        "qv": emb.embed([query])[0],
+    }
+
+    def prefix(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        if statement.lstrip().startswith("WITH"):
+            statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement
+        return statement, parameters
+
+    with as_tenant(store, tenant, engine=engine) as conn:
+        if not exact:
+            conn.execute(memory_sql.hnsw_settings(400))
+        event.listen(conn, "before_cursor_execute", prefix, retval=True)
+        try:
+            return [row[0] for row in conn.execute(stmt, values).cursor.fetchall()]
+        finally:
+            event.remove(conn, "before_cursor_execute", prefix)
 
 
 class CachedEmbedder:

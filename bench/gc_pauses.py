@@ -4,8 +4,8 @@
 
 Needs ``python -m bench.scale seed --cases 1k`` first (the ``scale_1k`` database, copied here
 and migrated). One process, the 1k user's questions in a loop with the query vectors
-precomputed (so the model's time does not hide the collector's), the store's query cache
-cleared before each recall. Phase one runs as any host does; phase two after ``gc.freeze()``
+precomputed (so the model's time does not hide the collector's), the store keeping no query
+vectors (each recall asks the embedder, which answers from its memo). Phase one runs as any host does; phase two after ``gc.freeze()``
 (what ``harness-memory mcp`` does once started). Per phase: recall p50/mean/p99/max and every
 collection's generation and duration (``gc.callbacks``).
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, CachedEmbedder, percentiles
-from bench.scale import _admin, _connect, _dataset, _migrate, clear_query_cache, scale_request
+from bench.scale import _admin, _dataset, _migrate, connect_uncached, scale_request
 
 __all__ = ["main"]
 
@@ -61,10 +61,9 @@ def run(recalls: int) -> dict[str, Any]:
     ds = _dataset("1k", 60)
     texts = [q.text for q in ds.questions]
     emb.warm_queries(texts, "gc-pauses-1k")
-    store = _connect(db, emb)
+    store = connect_uncached(db, emb)  # every recall asks the embedder (its memo)
 
     def recall(text: str) -> float:
-        clear_query_cache(store)
         started = time.perf_counter()
         store.recall(scale_request("1k", text))
         return time.perf_counter() - started

@@ -4,8 +4,8 @@
 
 Needs ``python -m bench.scale seed --case 1k`` first (the ``scale_1k`` database). Each round
 runs the questions with the model, then twice with the int8 copy, then with the model again
-(ABBA), the store's query-vector cache cleared before every recall, so every recall pays for
-its query embedding. Prints and writes p50/p99 and hit@k/MRR of each.
+(ABBA), each store keeping no query vectors (``bench.scale.connect_uncached``), so every
+recall pays for its query embedding. Prints and writes p50/p99 and hit@k/MRR of each.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import rank_metrics
-from bench.scale import WORK, _connect, _dataset, clear_query_cache, scale_request
+from bench.scale import WORK, _dataset, connect_uncached, scale_request
 from harness.memory import RecallRequest
 from harness.memory.embedding.embedder import choose_embedder
 from harness.settings import Settings
@@ -38,7 +38,7 @@ def run(rounds: int, questions: int) -> dict[str, Any]:
     }
     if any(e is None for e in embedders.values()):
         raise SystemExit("needs HARNESS_EMBED_MODEL_PATH (the model folder)")
-    stores = {key: _connect("scale_1k", emb) for key, emb in embedders.items()}
+    stores = {key: connect_uncached("scale_1k", emb) for key, emb in embedders.items()}
     ds = _dataset("1k", questions)
     ids = json.loads((WORK / "scale_1k_ids.json").read_text())
 
@@ -54,7 +54,6 @@ def run(rounds: int, questions: int) -> dict[str, Any]:
         for n, key in enumerate(["model", "int8", "int8", "model"] * rounds):
             store = stores[key]
             for q in ds.questions:
-                clear_query_cache(store)
                 started = time.perf_counter()
                 result = store.recall(request(q.text))
                 times[key].append(time.perf_counter() - started)

@@ -13,9 +13,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from bench.common import RESULTS, CachedEmbedder, fresh_store, percentiles, settle
+from bench.common import RESULTS, CachedEmbedder, fresh_store, percentiles, reconnect, settle
 from bench.synthetic import generate
-from harness.memory import MemoryCandidate, RecallRequest
+from harness.memory import MemoryCandidate, RankingConfig, RecallConfig, RecallRequest
 from harness.memory.domain.relevance import JudgeModel, JudgeParams
 
 TENANT, USER = "judge-latency", "u"
@@ -35,19 +35,26 @@ def run(n_facts: int = 1000, n_queries: int = 100, rounds: int = 2) -> dict[str,
             ]
         )
         settle(store)
-        fitted = store.retriever.ranking
+        # the store's default ranking (the fitted judge), and the same without its weights:
+        # one store each on this database, recalls alternating between them
+        fitted = RankingConfig(top_n=store.settings.recall_top_n)
         null = JudgeModel(JudgeParams(0.0, {}, 0.0), JudgeParams(0.0, {}, 0.0))
-        bare = replace(fitted, judge=null)
+        stores = {
+            "judge": reconnect(store, RecallConfig(ranking=fitted)),
+            "no_judge": reconnect(store, RecallConfig(ranking=replace(fitted, judge=null))),
+        }
         timings: dict[str, list[float]] = {"judge": [], "no_judge": []}
-        for _ in range(rounds):
-            for q in ds.questions:
-                req = RecallRequest(tenant=TENANT, user_id=USER, query=q.text)
-                for name, cfg in (("judge", fitted), ("no_judge", bare)):
-                    store.retriever.ranking = cfg
-                    start = time.perf_counter()
-                    store.recall(req)
-                    timings[name].append(time.perf_counter() - start)
-        store.retriever.ranking = fitted
+        try:
+            for _ in range(rounds):
+                for q in ds.questions:
+                    req = RecallRequest(tenant=TENANT, user_id=USER, query=q.text)
+                    for name, by_judge in stores.items():
+                        start = time.perf_counter()
+                        by_judge.recall(req)
+                        timings[name].append(time.perf_counter() - start)
+        finally:
+            for by_judge in stores.values():
+                by_judge.close()
         out = {name: percentiles(ts) for name, ts in timings.items()}
         out["median_extra_ms"] = round(
             statistics.median(

@@ -6,19 +6,21 @@ import time
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
 
 from bench.common import (
     CachedEmbedder,
+    as_tenant,
     fresh_store,
     peak_rss_mb,
     percentiles,
     rank_metrics,
+    reconnect,
+    relevance_plan,
     settle,
     timed,
 )
 from bench.synthetic import Dataset, generate
-from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
+from harness.memory import MemoryCandidate, MemoryStore, RecallConfig, RecallRequest
 from harness.memory.domain.recall import render_item
 from harness.memory.store import sql as memory_sql
 from harness.memory.store.rows import memory_from_row
@@ -83,7 +85,7 @@ def paste_everything(store: MemoryStore, ds: Dataset) -> dict[str, int]:
     """Characters the whole readable set would cost, against the budgeted recall block."""
     params = memory_sql.readable_params(TENANT, USER, WORKFLOW, None, store.clock.now())
     readable = memory_sql.readable_filter(has_workflow=True, has_session=False)
-    with store.transaction("paste everything", tenant=TENANT) as conn:
+    with as_tenant(store, TENANT) as conn:
         rows = conn.execute(sa.select(*memory_sql.MEMORY_COLUMNS).where(readable), params)
         total = sum(len(render_item(memory_from_row(r))) + 1 for r in rows.mappings())
     r = store.recall(
@@ -103,45 +105,11 @@ def paste_everything(store: MemoryStore, ds: Dataset) -> dict[str, int]:
     }
 
 
-def relevance_plan(store: Any, query: str, *, user: str, exact: bool) -> list[str]:
-    """One ``EXPLAIN (ANALYZE, BUFFERS)`` of the relevance query exactly as recall sends it
-    (exact scan, or HNSW with recall's settings), as plan lines."""
-    emb = store.embedder
-    assert emb is not None
-    stmt = memory_sql.relevance_scores(
-        has_workflow=True,
-        has_session=False,
-        scopes=("session", "workflow", "user", "platform"),
-        with_vector=True,
-        exact=exact,
-        bounded_lexical=not exact,
-    )
-    values = {
-        **memory_sql.readable_params(TENANT, user, WORKFLOW, None, store.clock.now()),
-        "q_text": query,
-        "stopwords": list(memory_sql.STOPWORDS),
-        "depth": 100,
-        "qv": emb.embed([query])[0],
-    }
-
-    def prefix(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
-        if statement.lstrip().startswith("WITH"):
-            statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement
-        return statement, parameters
-
-    with store.transaction("explain", tenant=TENANT) as conn:
-        if not exact:
-            conn.execute(memory_sql.hnsw_settings(400))
-        event.listen(conn, "before_cursor_execute", prefix, retval=True)
-        try:
-            return [row[0] for row in conn.execute(stmt, values).cursor.fetchall()]
-        finally:
-            event.remove(conn, "before_cursor_execute", prefix)
-
-
 def explain(store: MemoryStore, ds: Dataset, exact: bool) -> str:
     """EXPLAIN (ANALYZE, BUFFERS) of the relevance query exactly as recall sends it."""
-    lines = relevance_plan(store, ds.questions[0].text, user=USER, exact=exact)
+    lines = relevance_plan(
+        store, ds.questions[0].text, tenant=TENANT, user=USER, workflow=WORKFLOW, exact=exact
+    )
     return "\n".join(line if len(line) < 220 else line[:200] + " …" for line in lines)
 
 
@@ -221,15 +189,18 @@ def run(sizes: list[int], n_questions: int = 100, write_n: int = 5000) -> dict[s
             ids = load(store, emb, ds)
             entry: dict[str, Any] = {}
             for strategy, exact in (("exact", True), ("hnsw", False)):
-                store.retriever.strategy = strategy  # type: ignore[assignment]
-                entry[f"{strategy}_with_query_embedding"] = recall_pass(store, ds, ids)
-                emb.warm_queries([q.text for q in ds.questions], f"questions{n}")
-                entry[f"{strategy}_without_query_embedding"] = recall_pass(store, ds, ids)
-                emb.memo = {
-                    k: v for k, v in emb.memo.items() if k not in {q.text for q in ds.questions}
+                # one store per strategy, on this database and embedder (its own query cache)
+                with reconnect(store, RecallConfig(strategy=strategy)) as by_strategy:
+                    entry[f"{strategy}_with_query_embedding"] = recall_pass(by_strategy, ds, ids)
+                    emb.warm_queries([q.text for q in ds.questions], f"questions{n}")
+                    entry[f"{strategy}_without_query_embedding"] = recall_pass(by_strategy, ds, ids)
+                    entry[f"explain_{strategy}"] = explain(by_strategy, ds, exact)
+                # the next strategy's first pass embeds its queries again
+                emb.query_memo = {
+                    k: v
+                    for k, v in emb.query_memo.items()
+                    if k not in {q.text for q in ds.questions}
                 }
-                entry[f"explain_{strategy}"] = explain(store, ds, exact)
-            store.retriever.strategy = "auto"
             entry["paste_everything"] = paste_everything(store, ds)
             result["sizes"][str(n)] = entry
         finally:

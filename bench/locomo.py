@@ -14,9 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench.common import CachedEmbedder, fresh_store
-from harness.memory import MemoryCandidate, RecallRequest
-from harness.memory.domain.ranking import RankingConfig
+from bench.common import CachedEmbedder, fresh_store, reconnect
+from harness.memory import MemoryCandidate, MemoryStore, RankingConfig, RecallConfig, RecallRequest
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 TENANT = "locomo"
@@ -82,42 +81,49 @@ def run(
                 dia_of[m.id] = (sample_id, dia)
         result: dict[str, Any] = {"questions": 0, "neighbours": neighbours}
         for mode in modes:
-            store.retriever.ranking = RankingConfig(
+            ranking = RankingConfig(
                 top_n=max(KS),
                 mode=mode,  # type: ignore[arg-type]
                 use_floor=False,
                 depth=100,
             )
-            hits = {f"any@{k}": 0 for k in KS} | {"all@10": 0}
-            n = 0
-            for sample in data:
-                for q in sample["qa"]:
-                    if q["category"] not in (1, 2, 3, 4) or not q["evidence"]:
-                        continue
-                    n += 1
-                    r = store.recall(
-                        RecallRequest(
-                            tenant=TENANT,
-                            user_id=sample["sample_id"],
-                            query=q["question"],
-                            budget_chars=1_000_000,
-                            max_items=max(KS),
-                            max_item_chars=100_000,
-                        )
-                    )
-                    ranked = [
-                        dia_of[i.memory.id][1] for i in sorted(r.items, key=lambda i: -i.relevance)
-                    ]
-                    evidence = set(q["evidence"])
-                    for k in KS:
-                        hits[f"any@{k}"] += bool(evidence & set(ranked[:k]))
-                    hits["all@10"] += evidence <= set(ranked[:10])
+            with reconnect(store, RecallConfig(ranking=ranking)) as by_mode:
+                hits, n = evaluate(by_mode, data, dia_of)
             result[mode] = {k: round(v / n, 3) for k, v in hits.items()}
             result["questions"] = n
             print(f"locomo {mode}: {result[mode]}", flush=True)
         return result
     finally:
         store.close()
+
+
+def evaluate(
+    store: MemoryStore, data: list[dict[str, Any]], dia_of: dict[Any, tuple[str, str]]
+) -> tuple[dict[str, int], int]:
+    """Evidence hits over every question of categories 1-4, and how many questions."""
+    hits = {f"any@{k}": 0 for k in KS} | {"all@10": 0}
+    n = 0
+    for sample in data:
+        for q in sample["qa"]:
+            if q["category"] not in (1, 2, 3, 4) or not q["evidence"]:
+                continue
+            n += 1
+            r = store.recall(
+                RecallRequest(
+                    tenant=TENANT,
+                    user_id=sample["sample_id"],
+                    query=q["question"],
+                    budget_chars=1_000_000,
+                    max_items=max(KS),
+                    max_item_chars=100_000,
+                )
+            )
+            ranked = [dia_of[i.memory.id][1] for i in sorted(r.items, key=lambda i: -i.relevance)]
+            evidence = set(q["evidence"])
+            for k in KS:
+                hits[f"any@{k}"] += bool(evidence & set(ranked[:k]))
+            hits["all@10"] += evidence <= set(ranked[:10])
+    return hits, n
 
 
 if __name__ == "__main__":

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.common import CachedEmbedder, fresh_store, rank_metrics, settle
+from bench.common import CachedEmbedder, fresh_store, rank_metrics, reconnect, settle
 from bench.synthetic import Dataset, generate
-from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.domain.ranking import RankingConfig
+from harness.memory import MemoryCandidate, MemoryStore, RankingConfig, RecallConfig, RecallRequest
 from harness.memory.domain.types import Kind
 
 TENANT, USER = "quality", "u"
@@ -95,8 +94,9 @@ def run(
             settle(store)
             entry = {}
             for mode in MODES:
-                store.retriever.ranking = RankingConfig(mode=mode)  # type: ignore[arg-type]
-                entry[mode] = evaluate(store, ds, ids)
+                ranking = RankingConfig(mode=mode)  # type: ignore[arg-type]
+                with reconnect(store, RecallConfig(ranking=ranking)) as by_mode:
+                    entry[mode] = evaluate(by_mode, ds, ids)
             result["sizes"][str(n)] = entry
             print(f"quality n={n}: {entry}", flush=True)
         finally:
@@ -115,9 +115,8 @@ def run(
                 loaded = extra
                 entry = {}
                 for strategy in ("auto", "hnsw"):
-                    store.retriever.strategy = strategy  # type: ignore[assignment]
-                    entry[strategy] = evaluate(store, ds, ids)
-                store.retriever.strategy = "auto"
+                    with reconnect(store, RecallConfig(strategy=strategy)) as by_strategy:
+                        entry[strategy] = evaluate(by_strategy, ds, ids)
                 result["filtered"][str(extra)] = entry
                 print(f"filtered user={n} others={extra}: {entry}", flush=True)
         finally:

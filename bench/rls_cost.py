@@ -2,8 +2,11 @@
 one process against one database. Writes ``bench/results/rls_cost.json``.
 
 "with RLS" is the shipped store: its pooled connections run as ``harness_app`` and every
-transaction sets ``harness.tenant``. "without" is the code path before RLS: the login itself (a
-superuser on the embedded server, to which policies never apply) and no tenant setting.
+transaction sets ``harness.tenant``. "without" is the same store code logged in as a role the
+policies never apply to: ``bench_no_rls`` (``BYPASSRLS``, not a member of ``harness_app``, so
+the store's connections keep running as it; created here, granted the tables' DML). The tenant
+setting is still sent (recall has always sent it with its read), so the ratio is the policies'
+cost.
 
 Run: ``python -m bench.rls_cost [--tenants 5] [--per-user 1000] [--rounds 300]``.
 """
@@ -11,33 +14,52 @@ Run: ``python -m bench.rls_cost [--tenants 5] [--per-user 1000] [--rounds 300]``
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import make_url
 
-from bench.common import CachedEmbedder, fresh_store, settle
+from bench.common import CachedEmbedder, as_tenant, fresh_store, settle
 from bench.synthetic import generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.store.db import translate_errors
-from harness.memory.store.rls import assume_app_role
 from harness.settings import Settings
 
 RESULTS = Path(__file__).parent / "results" / "rls_cost.json"
+#: The login of the "without" side (see the module docstring).
+NO_RLS_ROLE = "bench_no_rls"
 
 
-class WithoutRls(MemoryStore):
-    """The store as it was before row-level security (no tenant setting per transaction)."""
-
-    @contextlib.contextmanager
-    def transaction(self, action: str, *, tenant: str | None = None) -> Iterator[Connection]:
-        with translate_errors(action), self.engine.begin() as conn:
-            yield conn
+def login_without_rls(url: str) -> str:
+    """``url`` logged in as :data:`NO_RLS_ROLE` (same password, if any), the role created if
+    missing and granted this database's tables, as the login of ``url`` (a superuser)."""
+    parsed = make_url(url)
+    owner = sa.create_engine(url, poolclass=sa.NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with owner.connect() as conn:
+            role = sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r")
+            if conn.execute(role, {"r": NO_RLS_ROLE}).first() is None:
+                conn.execute(sa.text(f"CREATE ROLE {NO_RLS_ROLE} LOGIN BYPASSRLS"))
+            if parsed.password:
+                quoted = sa.text("SELECT format('ALTER ROLE %I PASSWORD %L', :r, :pw)")
+                conn.execute(
+                    sa.text(
+                        conn.execute(quoted, {"r": NO_RLS_ROLE, "pw": parsed.password}).scalar_one()
+                    )
+                )
+            conn.execute(sa.text(f"GRANT USAGE ON SCHEMA public TO {NO_RLS_ROLE}"))
+            conn.execute(
+                sa.text(
+                    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
+                    f"TO {NO_RLS_ROLE}"
+                )
+            )
+            conn.execute(sa.text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {NO_RLS_ROLE}"))
+    finally:
+        owner.dispose()
+    return parsed.set(username=NO_RLS_ROLE).render_as_string(hide_password=False)
 
 
 def main() -> None:
@@ -63,18 +85,17 @@ def main() -> None:
                 ]
             )
     settle(secured)
-    plain = WithoutRls.connect(
-        secured.url,
+    plain = MemoryStore.connect(
+        login_without_rls(secured.url),
         embedder=emb,
         migrate=False,
         check_model=False,
         settings=Settings.from_env(statement_timeout_ms=600_000),
     )
-    sa.event.remove(plain.engine, "connect", assume_app_role)
-    plain.engine.dispose()
-    with plain.engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT current_user")).scalar_one() != "harness_app"
-    with secured.transaction("check") as conn:
+    # each side's connections as the store makes them (bench.common: its connect hook)
+    with as_tenant(plain) as conn:
+        assert conn.execute(sa.text("SELECT current_user")).scalar_one() == NO_RLS_ROLE
+    with as_tenant(secured) as conn:
         assert conn.execute(sa.text("SELECT current_user")).scalar_one() == "harness_app"
 
     timings: dict[str, list[float]] = {"with_rls": [], "without_rls": []}

@@ -16,6 +16,15 @@ tree's. A pass times every recall end to end with the query embedding (a miss of
 query cache each time, fastembed on the real model), splits each into stages (embedding, every
 SQL round trip, Python between and after them), measures 8-caller throughput and
 ``write_many`` with embeddings, and prints JSON. Results go to bench/results/scale.json.
+
+Both sides run this file's pass code: a baseline pass imports ``harness`` from
+``--baseline-root`` (a ``git archive`` of the issue-time commit, d31ebc9), then bench/ from this
+tree (:data:`_BASELINE_START`). So the pass works on that store (public ``store.engine`` and
+``store.retriever``, the modules before the layering) and on this tree's closed one; what
+differs is kept to :func:`connect_uncached` (how a store is told to keep no query vectors) and
+the import fallback in bench/common.py. The stage clock listens on SQLAlchemy's ``Engine`` class
+and wraps ``store.retriever.assemble_result`` (timing only, the one use of the retriever left)
+on both.
 """
 
 from __future__ import annotations
@@ -38,7 +47,16 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from bench.common import RESULTS, WORK, CachedEmbedder, percentiles, rank_metrics, server_url
+from bench.common import (
+    RESULTS,
+    WORK,
+    CachedEmbedder,
+    percentiles,
+    rank_metrics,
+    relevance_plan,
+    server_url,
+    sql_engine,
+)
 from bench.synthetic import generate
 
 TENANT, USER, WORKFLOW = "bench", "u", "wf"
@@ -79,14 +97,30 @@ def _admin(sql: str) -> None:
         engine.dispose()
 
 
-def _connect(name: str, embedder: Any) -> Any:
+def _connect(name: str, embedder: Any, **options: Any) -> Any:
     from harness.memory import MemoryStore
     from harness.settings import Settings
 
     settings = Settings.from_env(statement_timeout_ms=600_000)
     return MemoryStore.connect(
-        _db_url(name), embedder=embedder, settings=settings, check_model=False
+        _db_url(name), embedder=embedder, settings=settings, check_model=False, **options
     )
+
+
+def connect_uncached(name: str, embedder: Any) -> Any:
+    """A store on database ``name`` whose query-vector cache keeps nothing: every recall pays
+    for its query embedding (a cache lookup that misses, then the model). This tree's store
+    is configured so at connect (``RecallConfig(query_cache_size=0)``); the issue-time store,
+    which has no ``RecallConfig``, gets the same empty cache of size 0 on its retriever."""
+    try:
+        from harness.memory import RecallConfig
+    except ImportError:  # the issue-time harness (a baseline pass)
+        from harness.memory.query_cache import QueryVectorCache  # type: ignore[import-not-found]
+
+        store = _connect(name, embedder)
+        store.retriever.query_vectors = QueryVectorCache(0)
+        return store
+    return _connect(name, embedder, recall=RecallConfig(query_cache_size=0))
 
 
 def seed(cases: Sequence[str]) -> None:
@@ -214,8 +248,12 @@ class StageClock:
         def after(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
             self.events.append((_label(statement), starts.pop(id(cursor)), time.perf_counter()))
 
-        event.listen(store.engine, "before_cursor_execute", before)
-        event.listen(store.engine, "after_cursor_execute", after)
+        # Every engine of the process (the pass has the store's alone while it times): this
+        # tree's store keeps its engine to itself, the issue-time one had it public.
+        event.listen(sa.Engine, "before_cursor_execute", before)
+        event.listen(sa.Engine, "after_cursor_execute", after)
+        # Timing only (it calls the same method): the one read of the retriever bench/ keeps,
+        # as no public name shows recall's Python after its last round trip on its own.
         inner_assemble = store.retriever.assemble_result
 
         def assemble(*args: Any, **kwargs: Any) -> Any:
@@ -272,13 +310,6 @@ class TimedEmbedder:
                 self.clock.events.append(("embedding", t0, time.perf_counter()))
 
 
-def clear_query_cache(store: Any) -> None:
-    """Empty the store's query-vector cache: the next recall pays for its query embedding."""
-    from harness.memory.embedding.query_cache import QueryVectorCache
-
-    store.retriever.query_vectors = QueryVectorCache(1024)
-
-
 def scale_request(case: str, text: str) -> Any:
     """The recall every scale benchmark times: ``case``'s user, its workflow, 30 items."""
     from harness.memory import RecallRequest
@@ -297,11 +328,12 @@ def one_pass(
     db: str, case: str, n_questions: int, throughput_n: int, write_n: int
 ) -> dict[str, Any]:
     """Everything one pass measures on database ``db`` (see the module docstring)."""
+    import harness
     from harness.memory import MemoryCandidate
 
     emb = CachedEmbedder.load()
     clock = StageClock()
-    store = _connect(db, TimedEmbedder(emb.inner, clock))
+    store = connect_uncached(db, TimedEmbedder(emb.inner, clock))
     ids = json.loads((WORK / f"scale_{case}_ids.json").read_text())
     ds = _dataset(case, n_questions)
     clock.attach(store)
@@ -317,7 +349,6 @@ def one_pass(
         stages: dict[str, list[float]] = defaultdict(list)
         results = []
         for q in ds.questions:
-            clear_query_cache(store)
             clock.events.clear()
             c0, t0 = time.thread_time(), time.perf_counter()
             r = store.recall(request(q.text))
@@ -340,6 +371,7 @@ def one_pass(
             facts = [str(i.memory.id) for i in r.items if i.memory.kind.value == "fact"]
             results.append((ids[q.answer], facts))
         out: dict[str, Any] = {
+            "harness": str(Path(harness.__file__).resolve().parent),
             "latency": percentiles(times),
             "cpu_ms_p50": round(statistics.median(cpu) * 1000, 3),
             "stages_ms_median": {
@@ -351,7 +383,6 @@ def one_pass(
         out["explain"] = explain(store, case, ds.questions[0].text)
         if throughput_n:
             texts = [q.text for q in ds.questions]
-            clear_query_cache(store)
 
             def call(i: int) -> None:
                 store.recall(request(texts[i % len(texts)] + " " * (i // len(texts) + 1)))
@@ -386,12 +417,19 @@ def one_pass(
 def explain(store: Any, case: str, query: str) -> dict[str, Any]:
     """EXPLAIN (ANALYZE, BUFFERS) of the relevance statement as recall sends it (exact below
     the ``auto`` threshold, HNSW above), its last of three runs: planning and execution."""
-    from bench.latency import relevance_plan
-
     exact = CASES[case][0] // CASES[case][1] <= 3000
     lines: list[str] = []
-    for _ in range(3):
-        lines = relevance_plan(store, query, user=_user(case), exact=exact)
+    with sql_engine(store) as engine:  # one connection: the last run's caches are warm
+        for _ in range(3):
+            lines = relevance_plan(
+                store,
+                query,
+                tenant=TENANT,
+                user=_user(case),
+                workflow=WORKFLOW,
+                exact=exact,
+                engine=engine,
+            )
     times = {
         key: float(line.split(":")[1].split()[0])
         for line in lines
@@ -401,14 +439,33 @@ def explain(store: Any, case: str, query: str) -> dict[str, Any]:
     return {"exact": exact, **times, "plan": [ln[:200] for ln in lines]}
 
 
-def _run_pass(root: Path | None, db: str, case: str, args: argparse.Namespace) -> dict[str, Any]:
+#: How a baseline pass starts: ``harness`` imported from the baseline root (its submodules
+#: then load from there, whatever comes first on the path later), then bench/ from this tree
+#: (the root, a ``git archive``, has a bench/ of its own that must not run). Arguments: root,
+#: this tree, then bench.scale's own.
+_BASELINE_START = (
+    "import runpy, sys; root, here = sys.argv.pop(1), sys.argv.pop(1); "
+    "sys.path[:] = [root, *(p for p in sys.path if p not in ('', root, here))]; "
+    "import harness; sys.path.insert(0, here); "
+    "runpy.run_module('bench.scale', run_name='__main__', alter_sys=True)"
+)
+
+
+def _python(root: Path | None) -> tuple[list[str], dict[str, str], str]:
+    """The command prefix, environment and working directory of a process running
+    ``bench.scale`` with the baseline's ``harness`` (``root``) or this tree's (None)."""
     env = dict(os.environ, HARNESS_BENCH_DATABASE_URL=server_url())
     here = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = (f"{root}{os.pathsep}" if root else "") + here
+    env["PYTHONPATH"] = here
+    if root is None:
+        return [sys.executable, "-m", "bench.scale"], env, here
+    return [sys.executable, "-c", _BASELINE_START, str(root), here], env, here
+
+
+def _run_pass(root: Path | None, db: str, case: str, args: argparse.Namespace) -> dict[str, Any]:
+    prefix, env, cwd = _python(root)
     cmd = [
-        sys.executable,
-        "-m",
-        "bench.scale",
+        *prefix,
         "pass",
         "--db",
         db,
@@ -421,20 +478,19 @@ def _run_pass(root: Path | None, db: str, case: str, args: argparse.Namespace) -
         "--write",
         str(args.write if case == "1k" else 0),
     ]
-    done = subprocess.run(
-        cmd, env=env, capture_output=True, text=True, check=False, cwd=root or here
-    )
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=cwd)
     if done.returncode != 0:
         raise SystemExit(f"pass failed ({db}):\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = (root or Path(cwd)).resolve() / "harness"
+    if Path(result["harness"]) != expected:  # the side is the code it says it is
+        raise SystemExit(f"pass on {db} ran {result['harness']}, not {expected}")
+    return result
 
 
 def _migrate(root: Path | None, db: str) -> None:
-    env = dict(os.environ, HARNESS_BENCH_DATABASE_URL=server_url())
-    here = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = (f"{root}{os.pathsep}" if root else "") + here
-    code = "import sys; from bench.scale import _connect; _connect(sys.argv[1], None).close()"
-    subprocess.run([sys.executable, "-c", code, db], env=env, check=True, cwd=root or here)
+    prefix, env, cwd = _python(root)
+    subprocess.run([*prefix, "migrate", "--db", db], env=env, check=True, cwd=cwd)
 
 
 def _vacuum_full(db: str) -> None:
@@ -564,6 +620,8 @@ def main(argv: list[str] | None = None) -> None:
     p_cl = sub.add_parser("cluster", help="time MemoryStore.cluster on a copy of a case")
     p_cl.add_argument("--case", required=True)
     p_cl.add_argument("--index-memory", type=int, action="append", default=[])
+    p_mig = sub.add_parser("migrate", help="connect once (migrating) to a database")
+    p_mig.add_argument("--db", required=True)
     p_pass = sub.add_parser("pass")
     p_pass.add_argument("--db", required=True)
     p_pass.add_argument("--case", required=True)
@@ -596,6 +654,8 @@ def main(argv: list[str] | None = None) -> None:
         seed(args.cases.split(","))
     elif args.cmd == "cluster":
         print(json.dumps(time_cluster(args.case, args.index_memory or [0]), indent=2))
+    elif args.cmd == "migrate":
+        _connect(args.db, None).close()
     elif args.cmd == "pass":
         print(json.dumps(one_pass(args.db, args.case, args.questions, args.throughput, args.write)))
     else:

@@ -59,8 +59,12 @@ def one_pass(db: str, n: int) -> dict[str, Any]:
     from bench.common import fresh_store
     from bench.synthetic import generate
     from harness.memory import MemoryCandidate
-    from harness.memory.embedding.embedder import load_embedder
     from harness.settings import Settings
+
+    try:
+        from harness.memory.embedding.embedder import load_embedder
+    except ModuleNotFoundError:  # a baseline from before the layering (d31ebc9 and older)
+        from harness.memory.embedder import load_embedder  # type: ignore[no-redef]
 
     settings = Settings.from_env()
     # Without HARNESS_EMBED_THREADS: the baseline checkout this bench also runs has no such
