@@ -19,7 +19,7 @@ from harness.errors import HarnessError, InvalidInput
 from harness.identifiers import check_identifier
 from harness.memory import MemoryStore
 from harness.memory.domain.listing import CleanupTask
-from harness.memory.domain.types import Memory, Scope
+from harness.memory.domain.types import Memory
 from product_adapter.spool import CleanupSpool
 
 __all__ = ["Backoff", "ProductAdapter"]
@@ -93,7 +93,7 @@ class ProductAdapter:
             "created_at": self.clock.now().isoformat(),
         }
         try:
-            self._cleanup(tenant, target, target_id)
+            self.store.cleanup_now(tenant, target, target_id)
             return True
         except Exception as exc:  # best-effort: the product's own operation must go on
             log.warning(
@@ -105,15 +105,6 @@ class ProductAdapter:
             )
         self._queue(task)
         return False
-
-    def _cleanup(self, tenant: str, target: str, target_id: str) -> None:
-        """One cleanup, in one store transaction (idempotent)."""
-        if target == "workflow":
-            self.store.delete_workflow(tenant, target_id)
-        elif target == "session":
-            self.store.delete_scope(tenant, Scope.SESSION, target_id)
-        else:
-            raise InvalidInput(f"unknown cleanup target {target!r}", fields=("target",))
 
     def _queue(self, task: dict[str, Any]) -> None:
         try:

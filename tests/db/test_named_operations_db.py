@@ -146,6 +146,12 @@ def test_the_cleanup_queue_finishes_each_task_once_and_defers_a_failing_one(
     with pytest.raises(InvalidInput) as err:
         f.queue_cleanup(CleanupTask("x", tenant, "planet", "p-1", T0))
     assert err.value.fields == ("target",)
+    f.write(cand(tenant, scope="session", scope_id="s-2", content="gone at once"))
+    f.write(cand(tenant, scope="workflow", scope_id="wf-2", content="gone with its workflow"))
+    f.cleanup_now(tenant, "session", "s-2")
+    f.cleanup_now(tenant, "workflow", "wf-2")
+    f.cleanup_now(tenant, "workflow", "wf-2")  # idempotent
+    assert f.browse(tenant) == [] and f.count_open_cleanups(tenant) == 0
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -235,6 +235,7 @@ class AsyncMemoryStore(StoreBase):
     pending_reviews = _awaited(listing.pending_reviews)
     audit_of = _awaited(listing.audit_of)
     activity = _awaited(listing.activity)
+    cleanup_now = _awaited(cleanups.cleanup_now)
     queue_cleanup = _awaited(cleanups.queue_cleanup)
     queue_cleanups = _awaited(cleanups.queue_cleanups)
     reconcile_next_cleanup = _awaited(cleanups.reconcile_next_cleanup)

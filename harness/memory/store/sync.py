@@ -232,6 +232,7 @@ class MemoryStore(StoreBase):
     pending_reviews = _blocking(listing.pending_reviews)
     audit_of = _blocking(listing.audit_of)
     activity = _blocking(listing.activity)
+    cleanup_now = _blocking(cleanups.cleanup_now)
     queue_cleanup = _blocking(cleanups.queue_cleanup)
     queue_cleanups = _blocking(cleanups.queue_cleanups)
     reconcile_next_cleanup = _blocking(cleanups.reconcile_next_cleanup)

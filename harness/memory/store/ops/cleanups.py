@@ -27,6 +27,7 @@ from harness.memory.store.sql import cleanups as cleanup_sql
 
 __all__ = [
     "TARGETS",
+    "cleanup_now",
     "cleanup_op",
     "count_open_cleanups",
     "queue_cleanup",
@@ -63,6 +64,14 @@ def _checked(task: CleanupTask) -> CleanupTask:
     if task.target not in TARGETS:
         raise InvalidInput(f"target: unknown cleanup target {task.target!r}", fields=("target",))
     return task
+
+
+def cleanup_now(store: StoreBase, tenant: str, target: str, target_id: str) -> Plan[None]:
+    """Run one cleanup at once, in one transaction of its tenant: a workflow's memories and
+    run records, or a session's memories. Idempotent (a second call deletes nothing)."""
+    task = _checked(CleanupTask("now", tenant, target, target_id, store.clock.now()))
+    op = cleanup_op(task.tenant, task.target, task.target_id)
+    yield from in_transaction(f"{target} cleanup", op, task.tenant)
 
 
 def queue_cleanup(store: StoreBase, task: CleanupTask) -> Plan[None]:
