@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants
 from harness.clock import FixedClock
 from harness.errors import ConflictingState, MemoryNotFound, StoreUnavailable
 from harness.memory import MemoryCandidate, MemoryStore, Status
 from product_adapter import Backoff, ProductAdapter
 from tests.support.hash_embedder import HashEmbedder
-from tests.support.sql_access import all_tenants
 from tests.support.stores import make_store, unreachable_store
 
 

@@ -16,6 +16,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from bench.common import as_tenant
 from harness.clock import FixedClock
 from harness.console import AdminTokenFile, build_console_app, console_mount
 from harness.console.app import BROWSE_PAGE
@@ -23,7 +24,6 @@ from harness.memory import MemoryCandidate, MemoryStore
 from harness.memory.domain.types import RecallRequest, Status
 from harness.memory.store.sql.cleanups import enqueue
 from tests.support.console_helpers import XSS, Seeded, csrf_of, other_tenant, seed, sign_in
-from tests.support.sql_access import as_tenant
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import all_tenants
 from harness.errors import EmbeddingModelMismatch
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.embedding.embedder import Embedder
 from harness.settings import Settings
 from tests.support.hash_embedder import HashEmbedder
-from tests.support.sql_access import all_tenants
 
 
 def fact(tenant: str, content: str) -> MemoryCandidate:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants
 from harness import Engine, RunInput, Verdict
 from harness.errors import InvalidInput
 from harness.memory import (
@@ -24,7 +25,6 @@ from harness.memory import (
 from harness.recallset import RecallSet
 from harness.run.extract import RuleExtractor
 from harness.run.lessons import is_concrete_feedback, lesson_key
-from tests.support.sql_access import all_tenants
 from tests.unit.test_engine import FEEDBACK, Script, run_engine, run_input
 
 

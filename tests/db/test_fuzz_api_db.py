@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.common import all_tenants
 from harness.errors import InvalidInput, MemoryNotFound
 from harness.memory import Memory, MemoryStore, RecallResult
-from tests.support.sql_access import all_tenants
 from tests.unit.test_fuzz_api import FUZZ, GOOD, anything, candidate_dicts, names_fields, outcome
 
 

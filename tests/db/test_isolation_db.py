@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants
 from harness.errors import EmbeddingModelMismatch, InvalidInput, MemoryNotFound
 from harness.memory import Caller, MemoryCandidate, MemoryStore, RecallRequest, Scope, Status
 from product_adapter import ProductAdapter
 from tests.support.hash_embedder import HashEmbedder
-from tests.support.sql_access import all_tenants
 from tests.support.stores import make_store
 
 BAD_IDENTITIES = [

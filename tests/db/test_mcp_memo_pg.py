@@ -26,6 +26,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from bench.common import all_tenants, as_tenant
 from harness.errors import MemoryNotFound
 from harness.mcp_server import MemoLimits
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
@@ -35,7 +36,6 @@ from harness.memory import AsyncMemoryStore, Caller
 from harness.recallset import AddResult, RecallSet
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.loop_thread import LoopThread, open_async_store
-from tests.support.sql_access import all_tenants, as_tenant
 
 T = TypeVar("T")
 BOOKS = ["local", "postgres"]

@@ -13,6 +13,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants
 from harness.errors import InvalidInput, MemoryRejected
 from harness.memory import Caller, Kind, Scope, Status
 from harness.memory.domain.listing import BrowseFilter, CleanupTask
@@ -20,7 +21,6 @@ from harness.memory.domain.memos import MemoPolicy
 from harness.memory.store.migrate import head_revision
 from tests.support.facades import KINDS, Facade, TickingClock, open_facade
 from tests.support.hash_embedder import HashEmbedder
-from tests.support.sql_access import all_tenants
 from tests.support.stores import T0
 from tests.unit.test_facades import cand
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants, as_tenant
 from harness.errors import StoreError
 from harness.memory import Answer, MemoryCandidate, MemoryStore
 from harness.memory.domain.caller import Caller
 from harness.memory.store.sql import APP_ROLE, RLS_TABLES, insert_memo
 from product_adapter import ProductAdapter
-from tests.support.sql_access import all_tenants, as_tenant
 from tests.support.stores import T0
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants
 from harness.clock import FixedClock
 from harness.memory import MemoryCandidate, MemoryStore, Status
 from product_adapter import ProductAdapter
-from tests.support.sql_access import all_tenants
 from tests.support.stores import unreachable_store
 
 #: (scope, scope_id) pairs every world fills, the same in both tenants.

@@ -9,11 +9,11 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants
 from harness.clock import FixedClock
 from harness.errors import ConflictingState, InvalidInput, MemoryNotFound, MemoryRejected
 from harness.memory import Kind, MemoryCandidate, MemoryStore, Scope, Status
 from tests.support.hash_embedder import HashEmbedder
-from tests.support.sql_access import all_tenants
 from tests.support.stores import make_store
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from bench.common import all_tenants
 from harness.memory import MemoryStore
 from product_adapter import ProductAdapter
 from tests.db.test_adapter_db import count, mem
 from tests.support.hash_embedder import HashEmbedder
-from tests.support.sql_access import all_tenants
 from tests.support.stores import unreachable_store
 
 

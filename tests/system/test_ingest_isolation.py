@@ -17,10 +17,10 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from bench.common import all_tenants
 from harness.mcp_server.ingest import IngestHandler
 from harness.memory import AsyncMemoryStore, MemoryStore
 from tests.support.loop_thread import LoopThread
-from tests.support.sql_access import all_tenants
 
 INGEST_KEY = "ingest-key-0123456789abcdef"
 AUTH = {"X-Ingest-Key": INGEST_KEY}

@@ -7,12 +7,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from harness.errors import EmbeddingModelMismatch, StoreError
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store import sql
-from harness.memory.store.executors import Op, run_sync
+from harness.memory.store.executors import Op
 
 __all__ = [
     "META_DIM",
@@ -28,7 +26,6 @@ __all__ = [
     "reembed_prepare",
     "require_embedder",
     "store_embeddings",
-    "stored_model",
     "stored_model_op",
 ]
 
@@ -45,11 +42,6 @@ def stored_model_op() -> Op[tuple[str | None, int | None]]:
     meta = {name: value for name, value in (yield sql.meta_get())}
     dim = meta.get(META_DIM)
     return meta.get(META_MODEL), int(dim) if dim else None
-
-
-def stored_model(conn: Connection) -> tuple[str | None, int | None]:
-    """:func:`stored_model_op` on a sync connection."""
-    return run_sync(conn, stored_model_op())
 
 
 def check_model(embedder: Embedder) -> Op[None]:
