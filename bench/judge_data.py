@@ -36,7 +36,7 @@ from bench.common import WORK, CachedEmbedder, fresh_store, settle
 from bench.synthetic import generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.domain.ranking import Scored
-from harness.run.lessons import lesson_candidate
+from harness.memory.domain.lessons import lesson_candidate
 
 DATA = Path(__file__).parent / "data"
 OUT = WORK / "judge"

@@ -71,7 +71,7 @@ from harness.memory.domain.types import (
 )
 from harness.recallset import RecallSet
 from harness.run import after_verdict
-from harness.run.after_verdict import Remembered, lessons, write_all
+from harness.run.after_verdict import Remembered, Teaching, chain, learn, write_all
 from harness.run.engine import Verdict
 
 __all__ = ["LAYOUT", "AsyncHarnessMemoryTool", "HarnessMemoryTool", "Remembered"]
@@ -196,10 +196,13 @@ class _Run:
                     change.content is None or change.location.key is None
                 ):
                     forgets.append(change.base.id)
-        taught = lessons([verdict], caller=self.identity, task_input=task_input, run_id=self.run_id)
         self.files.clear()
         self.recallset.clear()
-        return writes + taught, forgets
+        return writes, forgets
+
+    def learning(self, verdict: Verdict, task_input: str) -> Teaching:
+        """What the verdict teaches the lessons (``store.learn``)."""
+        return learn([verdict], caller=self.identity, task_input=task_input, run_id=self.run_id)
 
     def _writes(self, change: StagedChange) -> list[MemoryCandidate]:
         if change.content is None:
@@ -289,7 +292,8 @@ class HarnessMemoryTool(BetaAbstractMemoryTool):
         """After the final verdict (once per run): write what it calls for. Refusals and
         failures are reported in the result, never raised; the staged files are then gone."""
         writes, forgets = self.run.plan(verdict, task_input)
-        out = after_verdict.remember(self.store, write_all(writes))
+        teaching = chain(write_all(writes), self.run.learning(verdict, task_input))
+        out = after_verdict.remember(self.store, teaching)
         for memory_id in forgets:
             try:
                 out.forgotten += int(self.store.forget(memory_id, tenant=self.run.identity.tenant))
@@ -376,7 +380,8 @@ class AsyncHarnessMemoryTool(BetaAsyncAbstractMemoryTool):
     async def remember(self, verdict: Verdict, *, task_input: str) -> Remembered:
         """See :meth:`HarnessMemoryTool.remember`."""
         writes, forgets = self.run.plan(verdict, task_input)
-        out = await after_verdict.aremember(self.store, write_all(writes))
+        teaching = chain(write_all(writes), self.run.learning(verdict, task_input))
+        out = await after_verdict.aremember(self.store, teaching)
         for memory_id in forgets:
             try:
                 out.forgotten += int(

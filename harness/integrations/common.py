@@ -27,6 +27,7 @@ from harness.recallset.tools import ToolAnswer
 from harness.run.after_verdict import aremember, teach
 from harness.run.engine import EngineConfig, RunOutcome, Verdict
 from harness.run.extract import Extractor
+from harness.run.flow import placed_ids
 
 __all__ = ["MemoryRun", "RecallSetToolSpec", "recallset_tool_specs"]
 
@@ -219,9 +220,11 @@ class MemoryRun:
             run_id=self.run_id,
             output=output,
             extract=self.extractor is not None,
+            placed=placed_ids(self._recall),
         )
         try:
             done = await aremember(self.store, teaching, self.extractor)
+            outcome.learned = done.learned
             outcome.memories_written += done.written
             outcome.rejected_candidates += done.rejected
             outcome.write_errors += done.errors

@@ -52,10 +52,10 @@ from harness.errors import InvalidInput
 from harness.integrations._lg_store import HarnessStore
 from harness.memory import AsyncMemoryStore, Caller, MemoryStore
 from harness.memory.domain.recall import RecallResult
-from harness.memory.domain.types import MemoryCandidate, RecallRequest
+from harness.memory.domain.types import RecallRequest
 from harness.recallset import RecallSet, RecallSetTools
 from harness.run import after_verdict
-from harness.run.after_verdict import Remembered, lessons, write_all
+from harness.run.after_verdict import Remembered, Teaching, learn
 from harness.run.engine import Verdict
 
 __all__ = [
@@ -172,17 +172,18 @@ def arecall_node(
     return node
 
 
-def _lessons(
+def _learning(
     verdict: Verdict,
     tenant: str,
-    config: RunnableConfig | None,
+    config: RunnableConfig,
     task_input: str,
     run_id: str | None,
-) -> list[MemoryCandidate]:
+    placed: Sequence[uuid.UUID],
+) -> Teaching:
     ident = _identity(config)
     caller = Caller(tenant, str(ident["user_id"]), ident["workflow_id"])
     run = run_id or f"run-{uuid.uuid4().hex[:16]}"
-    return lessons([verdict], caller=caller, task_input=task_input, run_id=run)
+    return learn([verdict], caller=caller, task_input=task_input, run_id=run, placed=placed)
 
 
 def remember(
@@ -193,12 +194,14 @@ def remember(
     config: RunnableConfig,
     task_input: str,
     run_id: str | None = None,
+    placed: Sequence[uuid.UUID] = (),
 ) -> Remembered:
-    """Once the verdict is final: a rejection with concrete feedback becomes a lesson of the
-    run's workflow (or user). Side effect: at most one guarded write; refusals and failures are
-    reported in the result, never raised. Writing the same feedback again supersedes."""
+    """Once the verdict is final: a rejection with concrete feedback reinforces the lesson of
+    the run's workflow (or user) it restates, or becomes a new one; ``placed`` (the ids of the
+    recall's items, when the graph recalled) gives those lessons their outcomes. Side effect:
+    one ``store.learn``; refusals and failures are reported in the result, never raised."""
     return after_verdict.remember(
-        store, write_all(_lessons(verdict, tenant, config, task_input, run_id))
+        store, _learning(verdict, tenant, config, task_input, run_id, placed)
     )
 
 
@@ -210,10 +213,11 @@ async def aremember(
     config: RunnableConfig,
     task_input: str,
     run_id: str | None = None,
+    placed: Sequence[uuid.UUID] = (),
 ) -> Remembered:
     """:func:`remember` over an :class:`AsyncMemoryStore`."""
     return await after_verdict.aremember(
-        store, write_all(_lessons(verdict, tenant, config, task_input, run_id))
+        store, _learning(verdict, tenant, config, task_input, run_id, placed)
     )
 
 

@@ -1,20 +1,22 @@
 """After the final verdict: what a finished run teaches, and how it is written.
 
-The one place for the engine and every integration (SPEC section 6): a lesson per distinct
-concrete rejection feedback, the extractor's candidates when the final verdict accepted the
-output, and each candidate written through the guard, a refusal or a failure reported in
-:class:`Remembered`, never raised and never lost silently. Nothing here runs before the verdict
-is final.
+The one place for the engine and every integration (SPEC sections 6 and 6a): what the run
+teaches its lessons (:func:`learn`: each concrete rejection feedback reinforces the lesson it
+restates or becomes a new one, and each lesson the run placed gets its outcome), the
+extractor's candidates when the final verdict accepted the output, each written through the
+guard, a refusal or a failure reported in :class:`Remembered`, never raised and never lost
+silently. Nothing here runs before the verdict is final.
 
-The writing is a generator of effects (:class:`Extract`, :class:`Write`): the engine's flow
-yields from :func:`teach`; an integration runs :func:`teach` or :func:`write_all` on its store
-with :func:`remember` (blocking) or :func:`aremember` (asyncio).
+The writing is a generator of effects (:class:`Learn`, :class:`Extract`, :class:`Write`): the
+engine's flow yields from :func:`teach`; an integration runs :func:`teach`, :func:`learn` or
+:func:`write_all` on its store with :func:`remember` (blocking) or :func:`aremember` (asyncio).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,17 +24,21 @@ from typing import Any
 from harness.errors import HarnessError, MemoryRejected
 from harness.memory import AsyncMemoryStore, MemoryStore
 from harness.memory.domain.caller import Caller
+from harness.memory.domain.learning import Judged, Learned, LessonReport
+from harness.memory.domain.lessons import lessons_from_verdicts
 from harness.memory.domain.types import Memory, MemoryCandidate
 from harness.run.extract import ExtractionContext, Extractor
-from harness.run.lessons import lessons_from_verdicts
 from harness.run.types import Verdict
 
 __all__ = [
     "Extract",
+    "Learn",
     "Remembered",
     "Teaching",
     "Write",
     "aremember",
+    "chain",
+    "learn",
     "lessons",
     "remember",
     "teach",
@@ -52,6 +58,13 @@ class Extract:
 
 
 @dataclass(frozen=True)
+class Learn:
+    """``store.learn(report)``: answers :class:`Learned`."""
+
+    report: LessonReport
+
+
+@dataclass(frozen=True)
 class Write:
     """``store.write(candidate)``: answers the stored memory."""
 
@@ -67,10 +80,21 @@ class Remembered:
     rejected: list[tuple[MemoryCandidate, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     forgotten: int = 0
+    #: What the lessons learned (None when learning failed or was not asked for).
+    learned: Learned | None = None
+
+    def absorb(self, other: Remembered) -> None:
+        """Add ``other``'s results to these."""
+        self.written += other.written
+        self.rejected += other.rejected
+        self.errors += other.errors
+        self.forgotten += other.forgotten
+        self.learned = other.learned or self.learned
 
 
-#: The writing after a verdict: yields :class:`Extract` and :class:`Write`, returns what it did.
-Teaching = Generator[Extract | Write, Any, Remembered]
+#: The writing after a verdict: yields :class:`Learn`, :class:`Extract` and :class:`Write`,
+#: returns what it did.
+Teaching = Generator[Learn | Extract | Write, Any, Remembered]
 
 
 def lessons(
@@ -88,6 +112,42 @@ def lessons(
     )
 
 
+def learn(
+    verdicts: Sequence[Verdict],
+    *,
+    caller: Caller,
+    task_input: str,
+    run_id: str,
+    placed: Sequence[uuid.UUID] = (),
+) -> Teaching:
+    """What the run teaches its lessons (``store.learn``): ``placed`` are the memories its
+    recall put in the context (empty when it did not recall). A failure is reported in
+    ``errors`` (logged), never raised."""
+    out = Remembered()
+    if not verdicts:
+        return out
+    report = LessonReport.for_caller(
+        caller,
+        run_id=run_id,
+        task=task_input,
+        placed=tuple(placed),
+        verdicts=tuple(
+            Judged(accepted=v.accepted, feedback=v.feedback, id=v.id, key=v.key, misled=v.misled)
+            for v in verdicts
+        ),
+    )
+    try:
+        learned: Learned = yield Learn(report)
+    except HarnessError as exc:
+        log.error("memory write failed after the verdict (lessons not recorded): %s", exc)
+        out.errors.append(f"lessons of run {run_id}: {exc}")
+        return out
+    out.learned = learned
+    out.written += learned.written
+    out.rejected += learned.rejected
+    return out
+
+
 def teach(
     verdicts: Sequence[Verdict],
     *,
@@ -96,19 +156,32 @@ def teach(
     run_id: str,
     output: str | None,
     extract: bool,
+    placed: Sequence[uuid.UUID] = (),
 ) -> Teaching:
-    """Everything a finished run leaves behind: its lessons, then (when the final verdict
-    accepted ``output`` and ``extract``) the extractor's candidates, each written. A broken
-    extractor costs its candidates only (logged)."""
-    cands = lessons(verdicts, caller=caller, task_input=task_input, run_id=run_id)
+    """Everything a finished run leaves behind: what it teaches its lessons (:func:`learn`),
+    then (when the final verdict accepted ``output`` and ``extract``) the extractor's
+    candidates, each written. A broken extractor costs its candidates only (logged)."""
+    out = yield from learn(
+        verdicts, caller=caller, task_input=task_input, run_id=run_id, placed=placed
+    )
     accepted = bool(verdicts) and verdicts[-1].accepted
+    cands: list[MemoryCandidate] = []
     if extract and accepted and output is not None:
         ctx = ExtractionContext.for_caller(caller, run_id)
         try:
             cands += yield Extract(task_input, output, ctx)
         except Exception as exc:  # a broken extractor must not break the run
             log.warning("extractor failed; no candidates from this run: %s", exc)
-    return (yield from write_all(cands))
+    out.absorb((yield from write_all(cands)))
+    return out
+
+
+def chain(*teachings: Teaching) -> Teaching:
+    """Run ``teachings`` one after the other; what they did, together."""
+    out = Remembered()
+    for teaching in teachings:
+        out.absorb((yield from teaching))
+    return out
 
 
 def write_all(candidates: Sequence[MemoryCandidate]) -> Teaching:
@@ -142,6 +215,8 @@ def remember(
                 if isinstance(step, Extract):
                     assert extractor is not None  # teach asks only when extracting
                     result: Any = extractor.extract(step.input, step.output, step.context)
+                elif isinstance(step, Learn):
+                    result = store.learn(step.report)
                 else:
                     result = store.write(step.candidate)
             except BaseException as exc:  # the teaching decides what degrades and what propagates
@@ -166,6 +241,11 @@ async def aremember(
                     result: Any = await asyncio.to_thread(
                         extractor.extract, step.input, step.output, step.context
                     )
+                elif isinstance(step, Learn):
+                    if isinstance(store, AsyncMemoryStore):
+                        result = await store.learn(step.report)
+                    else:
+                        result = await asyncio.to_thread(store.learn, step.report)
                 elif isinstance(store, AsyncMemoryStore):
                     result = await store.write(step.candidate)
                 else:

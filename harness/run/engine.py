@@ -24,6 +24,7 @@ from harness.run.flow import (
     Extract,
     FinishRun,
     Flow,
+    Learn,
     Recall,
     StartRun,
     Write,
@@ -207,6 +208,8 @@ def _store_call(store: MemoryStore, effect: Effect) -> Callable[[], Any]:
         return lambda: store.recall(effect.request)
     if isinstance(effect, Write):
         return lambda: store.write(effect.candidate)
+    if isinstance(effect, Learn):
+        return lambda: store.learn(effect.report)
     if isinstance(effect, StartRun):
         return lambda: store.runs.start(**effect.arguments())
     if isinstance(effect, FinishRun):
@@ -220,6 +223,8 @@ def _astore_call(store: AsyncMemoryStore, effect: Effect) -> Awaitable[Any]:
         return store.recall(effect.request)
     if isinstance(effect, Write):
         return store.write(effect.candidate)
+    if isinstance(effect, Learn):
+        return store.learn(effect.report)
     if isinstance(effect, StartRun):
         return store.runs.start(**effect.arguments())
     if isinstance(effect, FinishRun):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +21,7 @@ from harness.errors import HarnessError
 from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import RecallRequest
 from harness.recallset import RecallSet, RecallSetTools
-from harness.run.after_verdict import Extract, Write, teach
+from harness.run.after_verdict import Extract, Learn, Write, teach
 from harness.run.types import EngineConfig, Message, RunInput, RunOutcome, Verdict
 
 __all__ = [
@@ -29,9 +30,11 @@ __all__ = [
     "Effect",
     "Extract",
     "FinishRun",
+    "Learn",
     "Recall",
     "StartRun",
     "Write",
+    "placed_ids",
     "recall_request",
     "run_flow",
 ]
@@ -69,6 +72,7 @@ class FinishRun:
     status: str
     attempts: int
     at: datetime
+    recalled: tuple[uuid.UUID, ...] | None = None
 
     def arguments(self) -> dict[str, Any]:
         """The keyword arguments of ``store.runs.finish`` (sync or async store alike)."""
@@ -78,6 +82,7 @@ class FinishRun:
             "status": self.status,
             "attempts": self.attempts,
             "at": self.at,
+            "recalled": self.recalled,
         }
 
 
@@ -103,7 +108,7 @@ class CallJudge:
     output: str
 
 
-Effect = StartRun | FinishRun | Recall | CallModel | CallJudge | Extract | Write
+Effect = StartRun | FinishRun | Recall | CallModel | CallJudge | Learn | Extract | Write
 
 #: A run's flow: yields effects, receives their results, returns the outcome.
 Flow = Generator[Effect, Any, RunOutcome]
@@ -118,6 +123,11 @@ def recall_request(run: RunInput, config: EngineConfig) -> RecallRequest:
         max_items=config.max_items,
         max_item_chars=config.max_item_chars,
     )
+
+
+def placed_ids(recall: RecallResult | None) -> tuple[uuid.UUID, ...]:
+    """The memories a recall placed in the context, in order."""
+    return tuple(item.memory.id for item in recall.items) if recall is not None else ()
 
 
 def _record(effect: StartRun | FinishRun) -> Generator[Effect, Any, None]:
@@ -182,7 +192,9 @@ def _write_after_verdict(
         run_id=outcome.run_id,
         output=outcome.output,
         extract=extract,
+        placed=placed_ids(outcome.recall),
     )
+    outcome.learned = done.learned
     outcome.memories_written += done.written
     outcome.rejected_candidates += done.rejected
     outcome.write_errors += done.errors
@@ -217,4 +229,13 @@ def run_flow(
         return outcome
     finally:
         recallset.clear()
-        yield from _record(FinishRun(run_id, run.tenant, status, outcome.attempts, clock.now()))
+        yield from _record(
+            FinishRun(
+                run_id,
+                run.tenant,
+                status,
+                outcome.attempts,
+                clock.now(),
+                placed_ids(outcome.recall) if outcome.recall is not None else None,
+            )
+        )

@@ -7,9 +7,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from harness.errors import InvalidInput
+from harness.memory.domain.learning import Learned, check_verdict_key
 from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import CallerFields, FrozenModel, Memory, MemoryCandidate
 
@@ -41,11 +42,32 @@ class AsyncModelClient(Protocol):
 
 
 class Verdict(FrozenModel):
-    """A judge's decision on one attempt."""
+    """A judge's decision on one attempt.
+
+    ``key`` (optional) names the check that failed: it becomes the lesson's memory key
+    (``lesson.<key>``), so repeated failures of one check update one lesson (identifier rules,
+    at most 150 characters: ``InvalidInput`` naming ``Verdict.key`` otherwise). ``misled``
+    (optional) lists memory ids the judge says did not apply to this task; an id the run's
+    recall did not place is ignored with a logged warning.
+    """
 
     accepted: bool
     feedback: str | None = None
     id: str = Field(default_factory=lambda: f"v-{uuid.uuid4().hex[:12]}")
+    key: str | None = None
+    misled: tuple[str, ...] = ()
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        return check_verdict_key(value)
+
+    @field_validator("misled", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in value)
+        return value
 
 
 class OutputJudge(Protocol):
@@ -117,6 +139,8 @@ class RunOutcome:
     recall: RecallResult | None = None
     rejected_candidates: list[tuple[MemoryCandidate, str]] = field(default_factory=list)
     write_errors: list[str] = field(default_factory=list)
+    #: What the run taught its lessons (each outcome); None when learning failed.
+    learned: Learned | None = None
 
     @property
     def accepted(self) -> bool:

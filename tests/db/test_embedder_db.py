@@ -102,7 +102,7 @@ def test_reembed_rebuilds_a_lessons_context_vector(fresh_db_url: str, tenant: st
     with the new model, not leave it NULL or from the old one."""
     import sqlalchemy as sa
 
-    from harness.run.lessons import lesson_candidate
+    from harness.memory.domain.lessons import lesson_candidate
 
     first = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-a"))
     lesson = first.write(

@@ -24,7 +24,7 @@ from harness.memory import (
 )
 from harness.recallset import RecallSet
 from harness.run.extract import RuleExtractor
-from harness.run.lessons import is_concrete_feedback, lesson_key
+from harness.memory.domain.lessons import is_concrete_feedback, lesson_key
 from tests.unit.test_engine import FEEDBACK, Script, run_engine, run_input
 
 
@@ -104,7 +104,7 @@ def first_input(tenant: str) -> RunInput:
     return run_input(tenant)
 
 
-def test_same_feedback_three_runs_one_active_lesson_history_three(
+def test_same_feedback_three_runs_one_lesson_taught_three_times(
     store: MemoryStore, tenant: str, mode: str
 ) -> None:
     for _ in range(3):
@@ -113,8 +113,12 @@ def test_same_feedback_three_runs_one_active_lesson_history_three(
             mode, store, run_input(tenant), model=Script(), judge=lambda i, o, v=verdicts: next(v)
         )
     hist = store.history(tenant, Scope.WORKFLOW, "wf-1", lesson_key(FEEDBACK))
-    assert len(hist) == 3
-    assert [h.status for h in hist].count(Status.ACTIVE) == 1
+    # One rule, one lesson: the later teachings reinforce it, and its record keeps each one.
+    assert [h.status for h in hist] == [Status.ACTIVE]
+    events = store.lesson_events(hist[0].id, tenant=tenant)
+    teachings = [e for e in events if e["event"] in ("taught", "missed", "repeated")]
+    assert len(teachings) == 3 and teachings[0]["event"] == "taught"
+    assert all(e["feedback"].strip() == FEEDBACK for e in teachings)
 
 
 def test_generic_feedback_teaches_nothing(store: MemoryStore, tenant: str, mode: str) -> None:

@@ -20,6 +20,7 @@ TABLES = {
     "store_meta",
     "ingest_requests",
     "mcp_memos",
+    "lesson_events",
 }
 
 

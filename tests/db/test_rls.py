@@ -48,6 +48,17 @@ def seed(store: MemoryStore, tenant: str) -> None:
         }
     )
     store.idempotent(tenant, "req-1", "0" * 64, lambda write_many: Answer(201, {"ok": True}))
+    store.learn(  # a lesson taught by a rejection: its teaching event
+        {
+            "tenant": tenant,
+            "user_id": "alice",
+            "run_id": f"run-{tenant}",
+            "task": "Summarise the incident report for the ops channel",
+            "verdicts": [
+                {"accepted": False, "id": "v1", "feedback": "Ops summaries are three lines."}
+            ],
+        }
+    )
     with as_tenant(store, tenant) as conn:  # an MCP RecallSet memo
         conn.execute(insert_memo(Caller(tenant, "alice"), "0" * 64, "{}", 0.0))
 
@@ -132,7 +143,7 @@ def test_cross_tenant_maintenance_still_works(
 ) -> None:
     mine, theirs = two_tenants
     counts = store.status().counts
-    assert counts[mine]["active"] == 2 and counts[theirs]["active"] == 2
+    assert counts[mine]["active"] == 3 and counts[theirs]["active"] == 3  # fact, rule, lesson
     adapter = ProductAdapter(store)
     assert adapter.pending_cleanups() >= 2 and adapter.pending_cleanups(mine) == 1
     assert adapter.reconcile() >= 2

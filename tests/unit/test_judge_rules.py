@@ -82,8 +82,6 @@ LEXICAL_PART = {
     "coverage>0.25": 0.35,
     "coverage>0.5": 0.1,
     "coverage>0.75": 0.0,
-    "is_lesson": 1.0,
-    "is_decision": 0.0,
 }
 
 
@@ -105,7 +103,6 @@ def test_hybrid_features_of_a_candidate_with_every_signal() -> None:
         **sim_hinges,
         **content_hinges,
         "vector_rr": 0.5,
-        "has_context": 1.0,
     }
     got = features(FULL, STATS, "hybrid")
     assert got == pytest.approx(expected)
@@ -124,11 +121,12 @@ def test_missing_signals_count_as_the_weakest() -> None:
     assert got["content_sim"] == 0.3
     assert got["margin"] == pytest.approx(-1.5)
     assert got["gap"] == pytest.approx(-0.4)
-    assert (got["vector_rr"], got["lexical_rr"], got["has_context"]) == (0.0, 0.0, 0.0)
+    assert (got["vector_rr"], got["lexical_rr"]) == (0.0, 0.0)
     assert (got["idf_coverage"], got["max_idf"], got["coverage"]) == (0.0, 0.0, 0.0)
     assert got["idf_gap"] == pytest.approx(-0.9)
     assert all(got[f"coverage>{k}"] == 0.0 for k in COVERAGE_KNOTS)
-    assert (got["is_lesson"], got["is_decision"]) == (0.0, 1.0)
+    # kind buys nothing: a decision's features are a fact's
+    assert got == features(Signals(kind="fact"), STATS, "hybrid")
     # a context match without a content score: the content counts as at most the floor
     assert features(Signals(sim=0.65), STATS, "hybrid")["content_sim"] == 0.3
     assert features(Signals(), STATS, "lexical")["margin"] == pytest.approx(-1.0)

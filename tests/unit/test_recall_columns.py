@@ -9,8 +9,9 @@ from harness.memory.domain.types import Scope
 from harness.memory.store.sql import relevance_scores
 
 ORDER = [
-    "id", "scope", "kind", "sim", "content_sim", "context_sim", "vrank",
-    "lex", "coverage", "idf_coverage", "max_idf", "lrank",
+    "id", "scope", "kind", "fingerprint", "sim", "content_sim", "context_sim", "negative_sim",
+    "vrank", "lex", "coverage", "idf_coverage", "max_idf", "lrank",
+    "clear", "repeated", "misled", "taught", "last_seen",
 ]  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from harness.clock import FixedClock
 from harness.errors import StoreUnavailable
+from harness.memory.domain.learning import Learned
 from harness.memory.domain.recall import RecallResult
 from harness.recallset import RecallSet
 from harness.run.flow import (
@@ -18,6 +19,7 @@ from harness.run.flow import (
     Effect,
     Extract,
     FinishRun,
+    Learn,
     Recall,
     StartRun,
     Write,
@@ -62,6 +64,8 @@ def drive(
                 answer = []
             elif isinstance(step, Write):
                 answer = step.candidate
+            elif isinstance(step, Learn):
+                answer = Learned()
             step = flow.send(answer)
     except StopIteration as done:
         return effects, done.value
@@ -80,12 +84,17 @@ def test_recall_before_the_model_and_writes_only_after_the_final_verdict(
     kinds = [type(e) for e in effects]
     assert kinds[0] is StartRun and kinds[1] is Recall and kinds[-1] is FinishRun
     last_judge = max(i for i, k in enumerate(kinds) if k is CallJudge)
-    assert all(i > last_judge for i, k in enumerate(kinds) if k in (Write, Extract))
+    assert all(i > last_judge for i, k in enumerate(kinds) if k in (Learn, Write, Extract))
     stop = accepted.index(True) + 1 if True in accepted else len(accepted)
     assert kinds.count(CallJudge) == outcome.attempts == stop
     assert (Extract in kinds) == (extract and accepted[stop - 1])
-    rejected_before_end = not all(accepted[:stop])
-    assert kinds.count(Write) == (1 if rejected_before_end else 0)  # one lesson per feedback
+    # One learning step after the final verdict, reading every verdict in order; lessons are
+    # written by it, never as plain writes.
+    learns = [e for e in effects if isinstance(e, Learn)]
+    assert len(learns) == 1 and Write not in kinds
+    report = learns[0].report
+    assert [v.accepted for v in report.verdicts] == accepted[:stop]
+    assert report.accepted == accepted[stop - 1] and report.placed == ()
     assert outcome.recall is not None and outcome.recall.degraded == recall_fails
     assert outcome.recall.text == ""
     finish = effects[-1]

@@ -30,6 +30,7 @@ from harness.memory.domain.types import Kind, Scope
 from harness.memory.store.sql import cleanups as adapter_sql
 from harness.memory.store.sql import console as console_sql
 from harness.memory.store.sql import layout as layout_sql
+from harness.memory.store.sql import lessons as lessons_sql
 from harness.memory.store.sql import memories as memories_sql
 from harness.memory.store.sql import memos as memos_sql
 from harness.memory.store.sql import records as records_sql
@@ -45,6 +46,7 @@ TENANT_TABLES = {
     "cleanup_tasks",
     "ingest_requests",
     "mcp_memos",
+    "lesson_events",
 }
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -79,6 +81,17 @@ ROUTED: dict[str, Callable[[], Any]] = {
     "memories.set_status": lambda: memories_sql.set_status("t", ID, {"status": "active"}),
     "memories.supersede": lambda: memories_sql.supersede("t", ID, ID),
     "memories.unlink": lambda: memories_sql.unlink("t", ID),
+    "lessons.insert_events": lessons_sql.insert_events,
+    "lessons.lessons_for_learning": lambda: lessons_sql.lessons_for_learning(
+        "t", Scope.USER, "u", [ID]
+    ),
+    "lessons.events_of": lambda: lessons_sql.events_of("t", ID),
+    "lessons.lesson_stats": lambda: lessons_sql.lesson_stats("t"),
+    "lessons.delete_events_of": lambda: lessons_sql.delete_events_of("t", ID),
+    "lessons.delete_events_in_scope": lambda: lessons_sql.delete_events_in_scope(
+        "t", Scope.USER, "u"
+    ),
+    "lessons.delete_events_of_expired": lambda: lessons_sql.delete_events_of_expired("t", NOW),
     "recall.pool_probe": lambda: recall_sql.pool_probe(has_workflow=True, has_session=True),
     "recall.recall_rows": lambda: recall_sql.recall_rows(has_workflow=True, has_session=True),
     **{
@@ -172,6 +185,7 @@ NOT_ROUTED = {
 def _builders() -> set[str]:
     modules = {
         "memories": memories_sql,
+        "lessons": lessons_sql,
         "recall": recall_sql,
         "records": records_sql,
         "memos": memos_sql,
@@ -200,18 +214,24 @@ def _first_conjunct(clause: ColumnElement[Any]) -> ColumnElement[Any]:
 
 
 def _is_tenant_test(clause: ColumnElement[Any] | None, table_names: set[str]) -> bool:
-    """``<tenant table>.tenant = :x`` or ``<tenant table>.tenant IN (...)`` (any alias)."""
+    """``<tenant table>.tenant = :x`` or ``<tenant table>.tenant IN (...)`` (any alias), or
+    ``<other>.tenant = <tenant table>.tenant`` (a co-located correlation)."""
     first = None if clause is None else _first_conjunct(clause)
     if not isinstance(first, BinaryExpression):
         return False
-    left = first.left
-    table = getattr(left, "table", None)
-    original = getattr(table, "original", table)
-    return (
-        getattr(left, "name", None) == "tenant"
-        and getattr(original, "name", None) in table_names
-        and first.operator in (sa.sql.operators.eq, sa.sql.operators.in_op)
-    )
+    if first.operator not in (sa.sql.operators.eq, sa.sql.operators.in_op):
+        return False
+    sides = [first.left]
+    if first.operator is sa.sql.operators.eq and getattr(first.left, "name", None) == "tenant":
+        sides.append(first.right)
+    for side in sides:
+        table = getattr(side, "table", None)
+        original = getattr(table, "original", table)
+        if getattr(side, "name", None) == "tenant" and getattr(original, "name", None) in (
+            table_names
+        ):
+            return True
+    return False
 
 
 def _tenant_table(from_: Any) -> set[str]:
@@ -274,7 +294,7 @@ def test_statement_routes_by_tenant(name: str) -> None:
         assert _routing_problems(stmt) == [], _compiled(stmt)
         sql = _compiled(stmt)
         # In the SQL sent: every WHERE that opens on a tenant table's column opens on tenant.
-        for alias, column in re.findall(r"WHERE \(?(\w+)\.(\w+)", sql):
+        for alias, column in re.findall(r"(?<!FILTER \()WHERE \(?(\w+)\.(\w+)", sql):
             if alias in TENANT_TABLES:
                 assert column == "tenant", sql
 

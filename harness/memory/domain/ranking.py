@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.errors import InvalidInput
+from harness.memory.domain.learning import LearningConfig, misled_here
 from harness.memory.domain.relevance import (
     Judgement,
     JudgeModel,
@@ -19,6 +20,7 @@ from harness.memory.domain.relevance import (
 )
 
 __all__ = [
+    "MISLED_HERE",
     "UNJUDGED",
     "Ranked",
     "RankingConfig",
@@ -52,6 +54,20 @@ class Scored:
     max_idf: float | None = None
     kind: str = "fact"
     scope: str = "user"
+    #: The content's fingerprint: ties break by it before the id, so the same data ranks the
+    #: same way in any tenant.
+    fingerprint: str = ""
+    #: A lesson's best cosine to a task it misled (None: it never misled).
+    negative_sim: float | None = None
+    #: The log-odds a lesson's record of later runs adds (:func:`learning.standing`).
+    standing: float = 0.0
+
+    @property
+    def misled_here(self) -> bool:
+        """True when the query is at least as close to a task this lesson misled as to
+        anything it was taught from: it does not pass, whatever else it matches."""
+        content = self.content_sim if self.content_sim is not None else self.sim
+        return misled_here(self.negative_sim, self.context_sim, content)
 
     def signals(self) -> Signals:
         """The judge's view of this item."""
@@ -65,6 +81,7 @@ class Scored:
             max_idf=self.max_idf,
             coverage=self.coverage,
             kind=self.kind,
+            standing=self.standing,
         )
 
 
@@ -120,6 +137,14 @@ class RankingConfig:
 
 #: The judgement of a candidate beyond the judge's depth: never passes.
 UNJUDGED = Judgement(0.0)
+#: The name of the term a lesson left out by :attr:`Scored.misled_here` shows.
+MISLED_HERE = "misled here"
+
+
+def _misled(s: Scored) -> Judgement:
+    closest = max(v for v in (s.context_sim, s.content_sim, s.sim, -1.0) if v is not None)
+    assert s.negative_sim is not None
+    return Judgement(0.0, ((MISLED_HERE, s.negative_sim - closest),))
 
 
 def stats_of(rows: Sequence[Scored]) -> QueryStats:
@@ -137,7 +162,8 @@ class RecallConfig:
     ``ranking``: fusion and the judge (default: the fitted judge, ``top_n`` from
     ``HARNESS_RECALL_TOP_N``); ``strategy`` and ``large_pool``: see :data:`Strategy`;
     ``ef_search``: the HNSW search breadth; ``pool_ttl_s``: how long a caller's pool size is
-    remembered; ``query_cache_size``: query vectors kept (an agent often asks again).
+    remembered; ``query_cache_size``: query vectors kept (an agent often asks again);
+    ``learning``: how lessons learn from later runs and fade.
     """
 
     ranking: RankingConfig | None = None
@@ -146,6 +172,7 @@ class RecallConfig:
     ef_search: int = 400
     pool_ttl_s: float = 30.0
     query_cache_size: int = 1024
+    learning: LearningConfig = field(default_factory=LearningConfig)
 
     def __post_init__(self) -> None:
         if self.strategy not in ("auto", "exact", "hnsw"):
@@ -172,7 +199,8 @@ def fuse(
     Returns ``(kept, dropped)``: kept best first by the judge's probability (by fused score
     when ``use_floor`` is off); dropped are those the judge turned away or beyond top-N.
     ``threshold`` overrides the bar an item needs (:meth:`RankingConfig.bar`). ``stats`` is the query's score distribution (computed
-    from ``rows`` when not given). Deterministic: ties break by id.
+    from ``rows`` when not given). A lesson whose :attr:`Scored.misled_here` holds never passes.
+    Deterministic: ties break by content fingerprint, then id.
     """
     rows = list(rows)
     limit = cfg.top_n if top_n is None else top_n
@@ -192,14 +220,17 @@ def fuse(
             fused.append((score, s))
     # UUIDs order as their canonical strings do (fixed-width lower-case hex), without
     # formatting a string per candidate.
-    fused.sort(key=lambda pair: (-pair[0], pair[1].id))
+    fused.sort(key=lambda pair: (-pair[0], pair[1].fingerprint, pair[1].id))
     depth = cfg.judge_depth if cfg.use_floor else len(fused)
     head = fused[:depth]
     judgements = cfg.judge.judge_many([s.signals() for _, s in head], qstats, judge_mode)
-    judged = [Ranked(s, score, j) for (score, s), j in zip(head, judgements, strict=True)]
+    judged = [
+        Ranked(s, score, _misled(s) if s.misled_here else j)
+        for (score, s), j in zip(head, judgements, strict=True)
+    ]
     if cfg.use_floor:
         # The judge weighs every signal; its probability orders better than the fused rank.
-        judged.sort(key=lambda r: (-r.probability, -r.fused, r.scored.id))
+        judged.sort(key=lambda r: (-r.probability, -r.fused, r.scored.fingerprint, r.scored.id))
     kept: list[Ranked] = []
     dropped: list[Ranked] = []
     for r in judged:

@@ -2,12 +2,15 @@
 
 Pure: no database, no model. Recall hands it every signal it has for a candidate (content and
 context similarity, IDF-weighted lexical evidence, the item's ranks, how far it stands out from
-the query's own score distribution, its kind) and one threshold on the probability decides what
-passes. The coefficients are fitted from the dev splits by ``python -m bench.judge_fit``, which
+the query's own score distribution) and one threshold on the probability decides what passes.
+Kind is not evidence: it chooses which candidates recall looks at, never how relevant one is
+(a fitted offset for lessons once let any lesson outrank an exact identifier match). The coefficients are fitted from the dev splits by ``python -m bench.judge_fit``, which
 writes :mod:`harness.memory.domain.relevance_params`; nothing here is a hand-set floor.
 
 Monotone by construction: every evidence feature is a non-decreasing function of one signal and
-its fitted weight is non-negative, so more evidence never lowers the probability.
+its fitted weight is non-negative, so more evidence never lowers the probability. A lesson's
+record of later runs (:attr:`Signals.standing`, a rule of
+:mod:`harness.memory.domain.learning`, not fitted) moves the log-odds as one more term.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from harness.memory.domain.relevance_params import PARAMS
 __all__ = [
     "EVIDENCE_FEATURES",
     "HINGE_FEATURES",
+    "OFFSET_FEATURES",
+    "STANDING_TERM",
     "JudgeModel",
     "JudgeParams",
     "Judgement",
@@ -61,8 +66,10 @@ EVIDENCE_FEATURES: tuple[str, ...] = (
     "lexical_rr",
     *HINGE_FEATURES,
 )
-#: Offsets by kind and shape (not evidence: any sign).
-OFFSET_FEATURES: tuple[str, ...] = ("is_lesson", "is_decision", "has_context")
+#: Offsets (not evidence: any sign). None: kind and shape buy no relevance.
+OFFSET_FEATURES: tuple[str, ...] = ()
+#: The name of the standing term in a judgement's contributions.
+STANDING_TERM = "outcomes"
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,8 @@ class Signals:
     ``sim`` is the best cosine of content or context, ``content_sim`` the content's own;
     ``idf_coverage`` the share of the query's IDF the item holds, ``max_idf`` the normalised
     IDF of the rarest query word it holds, ``coverage`` the share of query words it holds;
-    ``vrank``/``lrank`` its 1-based vector and full-text ranks.
+    ``vrank``/``lrank`` its 1-based vector and full-text ranks; ``standing`` the log-odds
+    its record of later runs adds (0 for all but lessons that misled, did not help or faded).
     """
 
     sim: float | None = None
@@ -84,6 +92,7 @@ class Signals:
     max_idf: float | None = None
     coverage: float | None = None
     kind: str = "fact"
+    standing: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -179,8 +188,6 @@ def features(s: Signals, stats: QueryStats, mode: Mode) -> dict[str, float]:
         "coverage": s.coverage or 0.0,
         "lexical_rr": 1.0 / s.lrank if s.lrank else 0.0,
         **{f"coverage>{k}": max(0.0, (s.coverage or 0.0) - k) for k in COVERAGE_KNOTS},
-        "is_lesson": 1.0 if s.kind == "lesson" else 0.0,
-        "is_decision": 1.0 if s.kind == "decision" else 0.0,
     }
     if mode == "hybrid":
         sim = s.sim if s.sim is not None else stats.floor_sim
@@ -193,7 +200,6 @@ def features(s: Signals, stats: QueryStats, mode: Mode) -> dict[str, float]:
             out[f"sim>{k}"] = max(0.0, sim - k)
             out[f"content_sim>{k}"] = max(0.0, content - k)
         out["vector_rr"] = 1.0 / s.vrank if s.vrank else 0.0
-        out["has_context"] = 1.0 if s.context_sim is not None else 0.0
     else:
         # Without vectors the margin is the item's full-text score against the query's others.
         out["margin"] = (idf_coverage - stats.lex_mean) / stats.lex_std
@@ -221,6 +227,8 @@ class JudgeModel:
             for name, value in features(s, stats, mode).items()
             if weights.get(name)
         )
+        if s.standing:
+            contributions += ((STANDING_TERM, s.standing),)
         z = p.intercept + sum(c for _, c in contributions)
         return Judgement(_sigmoid(z), contributions)
 
@@ -235,6 +243,9 @@ class JudgeModel:
         p = self.params(mode)
         columns = _feature_columns(signals, stats, mode)
         active = [(name, p.weights[name], col) for name, col in columns if p.weights.get(name)]
+        standing = np.array([s.standing for s in signals], dtype=float)
+        if standing.any():
+            active.append((STANDING_TERM, 1.0, standing))
         total = np.zeros(len(signals))
         products = []
         for _, weight, col in active:
@@ -276,8 +287,6 @@ def _feature_columns(
         ("coverage", coverage),
         ("lexical_rr", np.array([1.0 / s.lrank if s.lrank else 0.0 for s in signals])),
         *((f"coverage>{k}", np.maximum(0.0, coverage - k)) for k in COVERAGE_KNOTS),
-        ("is_lesson", np.array([1.0 if s.kind == "lesson" else 0.0 for s in signals])),
-        ("is_decision", np.array([1.0 if s.kind == "decision" else 0.0 for s in signals])),
     ]
     if mode == "hybrid":
         sim = _optional([s.sim for s in signals], stats.floor_sim)
@@ -297,7 +306,6 @@ def _feature_columns(
             out += [(f"content_sim>{k}", np.maximum(0.0, content - k))]
         out += [
             ("vector_rr", np.array([1.0 / s.vrank if s.vrank else 0.0 for s in signals])),
-            ("has_context", np.array([0.0 if s.context_sim is None else 1.0 for s in signals])),
         ]
     else:
         out.append(("margin", (idf_coverage - stats.lex_mean) / stats.lex_std))

@@ -71,6 +71,9 @@ class Status(StrEnum):
     PENDING_APPROVAL = "pending_approval"
     REJECTED = "rejected"
     SUPERSEDED = "superseded"
+    #: A lesson an admin took out of recall (proposed when it kept misleading or fading);
+    #: reversible (``store.restore``).
+    RETIRED = "retired"
 
 
 class Origin(StrEnum):

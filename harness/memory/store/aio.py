@@ -38,7 +38,7 @@ from harness.memory.store.connect import (
 )
 from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_async
-from harness.memory.store.ops import cleanups, listing, memos, runs
+from harness.memory.store.ops import cleanups, lessons, listing, memos, runs
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -245,6 +245,11 @@ class AsyncMemoryStore(StoreBase):
     memo_discard = _awaited(memos.memo_discard)
     memo_count = _awaited(memos.memo_count)
     schema_state = _awaited(status_ops.schema_state)
+    learn = _awaited(lessons.learn)
+    lesson_events = _awaited(lessons.lesson_events)
+    retirement_proposals = _awaited(lessons.retirement_proposals)
+    retire = _awaited(lessons.retire)
+    restore = _awaited(lessons.restore)
 
     # --- the executor --------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from harness.memory.store.connect import (
 from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_sync
 from harness.memory.store.migrate import check_schema_current, upgrade_to_head
-from harness.memory.store.ops import cleanups, listing, memos, runs
+from harness.memory.store.ops import cleanups, lessons, listing, memos, runs
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -242,6 +242,11 @@ class MemoryStore(StoreBase):
     memo_discard = _blocking(memos.memo_discard)
     memo_count = _blocking(memos.memo_count)
     schema_state = _blocking(status_ops.schema_state)
+    learn = _blocking(lessons.learn)
+    lesson_events = _blocking(lessons.lesson_events)
+    retirement_proposals = _blocking(lessons.retirement_proposals)
+    retire = _blocking(lessons.retire)
+    restore = _blocking(lessons.restore)
 
     # --- the executor --------------------------------------------------------------------------
 

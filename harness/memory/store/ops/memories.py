@@ -329,19 +329,22 @@ def forget(tenant: str, memory_id: uuid.UUID) -> Op[bool]:
         return False
     for stmt in sql.unlink(tenant, memory_id):
         _ = yield stmt  # one round trip each (a list cannot be delegated to)
+    yield sql.delete_events_of(tenant, memory_id)  # a lesson's contexts hold task text
     yield sql.delete_by_id(tenant, memory_id)
     return True
 
 
 def delete_scope(tenant: str, scope: Scope, scope_key: str) -> Op[int]:
-    """Delete every memory of one (tenant, scope, scope_id); returns the count."""
+    """Delete every memory of one (tenant, scope, scope_id) and its lessons' events; returns
+    the count of memories."""
+    yield sql.delete_events_in_scope(tenant, scope, scope_key)
     return int((yield sql.delete_scope(tenant, scope, scope_key)).rowcount)
 
 
 def delete_workflow(tenant: str, workflow_id: str) -> Op[WorkflowDeleted]:
     """Delete a workflow's memories (all statuses) and its run records, in the caller's one
     transaction. Idempotent."""
-    memories = int((yield sql.delete_scope(tenant, Scope.WORKFLOW, workflow_id)).rowcount)
+    memories = yield from delete_scope(tenant, Scope.WORKFLOW, workflow_id)
     runs = int((yield sql.delete_runs_of_workflow(tenant, workflow_id)).rowcount)
     return WorkflowDeleted(memories=memories, runs=runs)
 
@@ -351,6 +354,7 @@ def purge_expired(at: datetime) -> Op[int]:
     total = 0
     tenants = (yield sql.tenants_with_expired(at)).scalars().all()
     for tenant in tenants:
+        yield sql.delete_events_of_expired(tenant, at)
         total += int((yield sql.purge_expired(tenant, at)).rowcount)
     return total
 

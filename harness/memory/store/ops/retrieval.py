@@ -14,6 +14,7 @@ from typing import Any, Literal
 from sqlalchemy import exc as sa_exc
 
 from harness.errors import IncompleteRecall, InvalidInput, StoreError, StoreUnavailable
+from harness.memory.domain.learning import LessonRecord, standing
 from harness.memory.domain.ranking import (
     UNJUDGED,
     Ranked,
@@ -223,6 +224,7 @@ class Retriever:
             "depth": self.ranking.depth,
             **({"qv": qv} if qv is not None else {}),
         }
+        now, learning = params["r_now"], self.config.learning
         # Unpacked by position (the statement's column order, asserted by its tests): a
         # hundred or more candidates per recall, so attribute lookups per field add up.
         return [
@@ -239,10 +241,18 @@ class Retriever:
                 max_idf=max_idf,
                 kind=kind,
                 scope=scope,
+                fingerprint=fp,
+                negative_sim=negative_sim,
+                standing=(
+                    standing(LessonRecord(taught, clear, repeated, misled, last_seen), now, learning)
+                    if last_seen is not None
+                    else 0.0
+                ),
             )
             for (
-                id_, scope, kind, sim, content_sim, context_sim, vrank,
-                lex, coverage, idf_coverage, max_idf, lrank,
+                id_, scope, kind, fp, sim, content_sim, context_sim, negative_sim, vrank,
+                lex, coverage, idf_coverage, max_idf, lrank, clear, repeated, misled, taught,
+                last_seen,
             ) in (yield (stmt, bind))
         ]  # fmt: skip
 
@@ -303,7 +313,28 @@ class Retriever:
             kept = kept + narrow_kept
             dropped = dropped + narrow_dropped
         else:
-            candidates += [candidate(r, 0.0, "always: narrow scope") for r in narrow]
+            # A narrow scope's lessons apply to its next runs whatever the wording, except
+            # where one has misled a task like this one.
+            misled = {
+                r.scored.id: r
+                for r in narrow_kept + narrow_dropped
+                if r.scored.misled_here and r.scored.kind == "lesson"
+            }
+            for r in narrow:
+                gone = misled.get(r["id"])
+                if gone is None:
+                    candidates.append(candidate(r, 0.0, "always: narrow scope"))
+                else:
+                    trace.append(
+                        TraceEntry(
+                            gone.scored.id,
+                            "dropped",
+                            "judge",
+                            partial(
+                                _dropped_detail, "narrow scope, but misled a task like this", gone
+                            ),
+                        )
+                    )
         for item in kept:
             row = by_id.get(item.scored.id)
             if row is not None:  # a row deleted between the two statements is gone
@@ -318,6 +349,8 @@ class Retriever:
         for item in dropped:
             if item.judgement is UNJUDGED:
                 why = f"beyond the first {self.ranking.judge_depth} by fused rank, not judged"
+            elif item.scored.misled_here:
+                why = "misled a task like this one"
             elif self.ranking.use_floor and item.probability < bar:
                 why = f"judged not relevant (p < {bar:.3f})"
             else:
@@ -360,4 +393,11 @@ def _signals(r: Ranked) -> str:
     s = r.scored
     sim = f"{s.sim:.3f}" if s.sim is not None else "-"
     cov = f"{s.idf_coverage:.2f}" if s.idf_coverage is not None else "-"
-    return f"{r.judgement.explain()} sim={sim} idf_coverage={cov}"
+    out = f"{r.judgement.explain()} sim={sim} idf_coverage={cov}"
+    if s.context_sim is not None:
+        out += f" context={s.context_sim:.3f}"
+    if s.negative_sim is not None:
+        out += f" misled_context={s.negative_sim:.3f}"
+    if s.standing:
+        out += f" standing={s.standing:+.2f}"
+    return out

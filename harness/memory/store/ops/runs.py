@@ -5,11 +5,14 @@ The statements' operations, and the three plans ``store.runs`` binds on both fac
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from harness.identifiers import check_identifier, check_optional_identifier
 from harness.memory.store import sql
+from harness.memory.store.checks import as_uuid
 from harness.memory.store.executors import Op
 from harness.memory.store.plans import Plan, in_transaction
 
@@ -41,14 +44,25 @@ def start_run(
 
 
 def finish_run(
-    *, run_id: str, tenant: str, status: str, attempts: int, at: datetime, error: str | None
+    *,
+    run_id: str,
+    tenant: str,
+    status: str,
+    attempts: int,
+    at: datetime,
+    error: str | None,
+    recalled: Sequence[uuid.UUID] | None = None,
 ) -> Op[None]:
-    """Record a run's outcome. Idempotent."""
-    yield sql.finish_run(
-        tenant,
-        run_id,
-        {"status": status, "attempts": attempts, "finished_at": at, "error": error},
-    )
+    """Record a run's outcome (and the memories its recall placed). Idempotent."""
+    values: dict[str, Any] = {
+        "status": status,
+        "attempts": attempts,
+        "finished_at": at,
+        "error": error,
+    }
+    if recalled is not None:
+        values["recalled"] = list(recalled)
+    yield sql.finish_run(tenant, run_id, values)
 
 
 def list_runs(tenant: str, workflow_id: str | None) -> Op[list[dict[str, Any]]]:
@@ -89,10 +103,18 @@ def finish(
     attempts: int,
     at: datetime,
     error: str | None = None,
+    recalled: Sequence[uuid.UUID | str] | None = None,
 ) -> Plan[None]:
-    """Record a run's outcome. Idempotent."""
+    """Record a run's outcome and (``recalled``) the memories its recall placed. Idempotent."""
+    ids = None if recalled is None else [as_uuid(r) for r in recalled]
     op = finish_run(
-        run_id=run_id, tenant=tenant, status=status, attempts=attempts, at=at, error=error
+        run_id=run_id,
+        tenant=tenant,
+        status=status,
+        attempts=attempts,
+        at=at,
+        error=error,
+        recalled=ids,
     )
     yield from in_transaction("record run", op, tenant)
 

@@ -1,7 +1,7 @@
 """Every SQL statement of the MemoryStore, as builders that compile without executing.
 
 Tenant is the first filter of every statement that reads or changes memories. One package,
-one module per concern: the write path and reads (``memories``), recall (``retrieval``), run
+one module per concern: the write path and reads (``memories``), recall (``retrieval``), lessons' events (``lessons``), run
 and ingest records (``records``), the MCP server's shared memos (``memos``), read replicas
 (``replicas``), row-level security (``security``) and the table's layout (``layout``).
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 from harness.memory.store.sql.columns import MEMORY_COLUMNS
 from harness.memory.store.sql.layout import *  # noqa: F403
 from harness.memory.store.sql.layout import __all__ as _layout_all
+from harness.memory.store.sql.lessons import *  # noqa: F403
+from harness.memory.store.sql.lessons import __all__ as _lessons_all
 from harness.memory.store.sql.memories import *  # noqa: F403
 from harness.memory.store.sql.memories import __all__ as _memories_all
 from harness.memory.store.sql.memos import *  # noqa: F403
@@ -27,6 +29,7 @@ from harness.memory.store.sql.security import __all__ as _security_all
 __all__ = [
     "MEMORY_COLUMNS",
     *_layout_all,
+    *_lessons_all,
     *_memories_all,
     *_memos_all,
     *_recall_all,

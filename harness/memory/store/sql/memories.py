@@ -346,13 +346,15 @@ def vector_column_type() -> TextClause:
 
 
 def retype_vectors(dim: int) -> list[TextClause]:
-    """Statements that clear every vector and re-declare both columns at ``dim``."""
+    """Statements that clear every vector and re-declare the vector columns at ``dim``."""
     size = int(dim)
     return [
         text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"),
         text("UPDATE memories SET embedding = NULL, context_embedding = NULL"),
         text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({size})"),
         text(f"ALTER TABLE memories ALTER COLUMN context_embedding TYPE vector({size})"),
+        text("UPDATE lesson_events SET embedding = NULL WHERE embedding IS NOT NULL"),
+        text(f"ALTER TABLE lesson_events ALTER COLUMN embedding TYPE vector({size})"),
         text(
             "CREATE INDEX ix_memories_embedding_hnsw ON memories "
             "USING hnsw (embedding vector_cosine_ops)"

@@ -33,12 +33,13 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID, aggregate_order_by
 
 from harness.memory.domain.types import Kind, Scope, Status
 from harness.memory.store.sql.columns import MEMORY_COLUMNS, m
-from harness.memory.store.sql.schema import memories
+from harness.memory.store.sql.schema import lesson_events, memories
 
 __all__ = [
     "ALWAYS_KINDS",
     "CONTEXT_PENALTY",
     "NARROW",
+    "OUTCOME_COLUMNS",
     "RANKED_KINDS",
     "STOPWORDS",
     "hnsw_settings",
@@ -179,7 +180,11 @@ def relevance_scores(
 ) -> Select[Any]:
     """Vector and full-text ranks of ranked-kind items in ``scopes``, full-outer-joined.
 
-    Returns rows (id, sim, vrank, lex, coverage, lrank). The full-text query ORs the query's
+    Returns rows (id, scope, kind, fingerprint, sim, content_sim, context_sim, negative_sim,
+    vrank, lex, coverage, idf_coverage, max_idf, lrank, and the lesson's outcome counts
+    :data:`OUTCOME_COLUMNS` with its ``last_seen``). A lesson's context similarity is its best
+    over the memory's own context and its positive events; ``negative_sim`` its best over its
+    negative (misled) contexts. The full-text query ORs the query's
     lexemes (minus stop words): ``websearch_to_tsquery`` would AND them and lose paraphrases.
     ``exact`` ranks by an exact distance over the rows the caller may read (a top-N sort of
     the filtered rows); otherwise the vector ranking is an HNSW index scan with the readable
@@ -234,28 +239,40 @@ def relevance_scores(
         # A small pool (exact mode): one pass over its rows through the tenant-first index
         # yields both the distances and the words; the GIN index would instead visit every
         # row of the tenant holding any query word, most of them other users'.
-        columns = [m.id, m.scope, m.kind, m.tsv]
+        columns: list[Any] = [m.id, m.scope, m.kind, m.fingerprint, m.tsv]
         if with_vector:
             columns += [
                 m.embedding.cosine_distance(qv).label("cd"),
-                m.context_embedding.cosine_distance(qv).label("xd"),
+                func.least(
+                    m.context_embedding.cosine_distance(qv),
+                    _event_distance(m.kind, m.id, qv, "positive", m.tenant),
+                ).label("xd"),
+                _event_distance(m.kind, m.id, qv, "negative", m.tenant).label("nd"),
             ]
         # OFFSET 0 keeps the planner from inlining this level: each distance is computed once
         # per row, not once per expression that reads it.
         rows = select(*columns).where(in_pool).offset(0).subquery("dist")
-        pool_columns = [rows.c.id, rows.c.scope, rows.c.kind, rows.c.tsv]
+        pool_columns = [rows.c.id, rows.c.scope, rows.c.kind, rows.c.fingerprint, rows.c.tsv]
         if with_vector:
-            pool_columns += _exact_distance_columns(rows.c.cd, rows.c.xd)
+            pool_columns += [*_exact_distance_columns(rows.c.cd, rows.c.xd), rows.c.nd]
         pool = select(*pool_columns).cte("pool").prefix_with("MATERIALIZED")
     vec = None
     if with_vector:
         if pool is not None:
             top = (
                 select(
-                    pool.c.id, pool.c.scope, pool.c.kind, pool.c.d, pool.c.raw, pool.c.cd, pool.c.xd
+                    pool.c.id,
+                    pool.c.scope,
+                    pool.c.kind,
+                    pool.c.fingerprint,
+                    pool.c.d,
+                    pool.c.raw,
+                    pool.c.cd,
+                    pool.c.xd,
+                    pool.c.nd,
                 )
                 .where(pool.c.d.is_not(None))
-                .order_by(pool.c.d, pool.c.id)
+                .order_by(pool.c.d, pool.c.fingerprint, pool.c.id)
                 .limit(depth)
                 .subquery("top")
             )
@@ -265,10 +282,13 @@ def relevance_scores(
             top.c.id,
             top.c.scope,
             top.c.kind,
+            top.c.fingerprint,
             (1 - top.c.raw).label("sim"),
             (1 - top.c.cd).label("content_sim"),
             (1 - top.c.xd).label("context_sim"),
-            func.row_number().over(order_by=(top.c.d, top.c.id)).label("vrank"),
+            (1 - top.c.nd).label("negative_sim"),
+            # Equal distances share a rank: the rank feature must not depend on random ids.
+            func.rank().over(order_by=top.c.d).label("vrank"),
         ).cte("vec")
     if bounded_lexical and vec is not None:
         # Full text over the vector candidates only. Rows holding every query word were once
@@ -277,7 +297,7 @@ def relevance_scores(
         candidates = select(func.array_agg(vec.c.id)).scalar_subquery()
         # The cast makes ANY see one array value, not a one-row subquery of arrays.
         source = (
-            select(m.id, m.scope, m.kind, m.tsv)
+            select(m.id, m.scope, m.kind, m.fingerprint, m.tsv)
             .where(in_pool, m.id == func.any(cast(candidates, ARRAY(UUID(as_uuid=True)))))
             .cte("lex_source")
         )
@@ -288,26 +308,85 @@ def relevance_scores(
         n_docs = select(func.count()).select_from(pool).scalar_subquery()
     fts = _idf_lexical_ranks(qt, source, n_docs, depth)
     if vec is None:
+        outcomes = _outcome_counts(fts.c.id, fts.c.kind)
         return select(
             fts.c.id,
             fts.c.scope,
             fts.c.kind,
+            fts.c.fingerprint,
             literal_column("NULL::float8").label("sim"),
             literal_column("NULL::float8").label("content_sim"),
             literal_column("NULL::float8").label("context_sim"),
+            literal_column("NULL::float8").label("negative_sim"),
             literal_column("NULL::bigint").label("vrank"),
             *_lexical_columns(fts),
-        )
+            *_outcome_columns(outcomes),
+        ).select_from(fts.outerjoin(outcomes, literal_column("true")))
+    the_id = func.coalesce(vec.c.id, fts.c.id)
+    the_kind = func.coalesce(vec.c.kind, fts.c.kind)
+    outcomes = _outcome_counts(the_id, the_kind)
     return select(
-        func.coalesce(vec.c.id, fts.c.id).label("id"),
+        the_id.label("id"),
         func.coalesce(vec.c.scope, fts.c.scope).label("scope"),
-        func.coalesce(vec.c.kind, fts.c.kind).label("kind"),
+        the_kind.label("kind"),
+        func.coalesce(vec.c.fingerprint, fts.c.fingerprint).label("fingerprint"),
         vec.c.sim,
         vec.c.content_sim,
         vec.c.context_sim,
+        vec.c.negative_sim,
         vec.c.vrank,
         *_lexical_columns(fts),
-    ).select_from(vec.join(fts, vec.c.id == fts.c.id, full=True))
+        *_outcome_columns(outcomes),
+    ).select_from(
+        vec.join(fts, vec.c.id == fts.c.id, full=True).outerjoin(outcomes, literal_column("true"))
+    )
+
+
+#: The events whose counts recall reads (what later runs did with a lesson).
+OUTCOME_COLUMNS = ("clear", "repeated", "misled", "taught")
+
+
+def _outcome_counts(memory_id: Any, kind: Any) -> Any:
+    """A lesson's outcome counts and last activity (a lateral subquery; no row is read for
+    other kinds: the kind test is a one-time filter)."""
+    e = lesson_events.c
+    return (
+        select(
+            *(func.count().filter(e.event == name).label(name) for name in OUTCOME_COLUMNS),
+            func.max(e.at).filter(e.event != "retired").label("last_seen"),
+        )
+        .where(
+            e.tenant == bindparam("r_tenant", type_=String),
+            e.memory_id == memory_id,
+            kind == Kind.LESSON.value,
+        )
+        .correlate_except(lesson_events)
+        .lateral("outcomes")
+    )
+
+
+def _outcome_columns(outcomes: Any) -> list[Any]:
+    return [*(outcomes.c[name] for name in OUTCOME_COLUMNS), outcomes.c.last_seen]
+
+
+def _event_distance(
+    kind: Any, memory_id: Any, qv: Any, polarity: str, tenant: Any = None
+) -> Any:
+    """The nearest cosine distance of a lesson's ``polarity`` contexts to the query (NULL for
+    other kinds, and for a lesson without such contexts). ``tenant``: the outer row's tenant
+    column (a co-located join), else the caller's."""
+    e = lesson_events.c
+    nearest = (
+        select(func.min(e.embedding.cosine_distance(qv)))
+        .where(
+            e.tenant == (bindparam("r_tenant", type_=String) if tenant is None else tenant),
+            e.memory_id == memory_id,
+            e.polarity == polarity,
+        )
+        .correlate_except(lesson_events)
+        .scalar_subquery()
+    )
+    return case((kind == Kind.LESSON.value, nearest), else_=None)
 
 
 def _lexical_columns(fts: Any) -> list[Any]:
@@ -338,7 +417,11 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
     hits = select(func.array_agg(each.c.i)).where(src.tsv.op("@@")(each.c.tq)).scalar_subquery()
     matched = (
         select(
-            src.id.label("id"), src.scope.label("scope"), src.kind.label("kind"), hits.label("hits")
+            src.id.label("id"),
+            src.scope.label("scope"),
+            src.kind.label("kind"),
+            src.fingerprint.label("fingerprint"),
+            hits.label("hits"),
         )
         .select_from(source.join(qt, literal_column("true")))
         .where(src.tsv.op("@@")(qt.c.tsq))
@@ -393,6 +476,7 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
             matched.c.id,
             matched.c.scope,
             matched.c.kind,
+            matched.c.fingerprint,
             sums.c.lex,
             _ratio(cast(func.cardinality(matched.c.hits), Float), weights.c.n_lexemes).label(
                 "coverage"
@@ -403,7 +487,8 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
         .select_from(
             matched.join(weights, literal_column("true")).join(sums, literal_column("true"))
         )
-        .order_by(sums.c.lex.desc(), matched.c.id)
+        # Equal sums are cut by content (the same data cuts the same way in any tenant).
+        .order_by(sums.c.lex.desc(), matched.c.fingerprint, matched.c.id)
         .limit(depth)
         .subquery("scores")
     )
@@ -411,11 +496,13 @@ def _idf_lexical_ranks(qt: Any, source: Any, n_docs: Any, depth: Any) -> Any:
         scores.c.id,
         scores.c.scope,
         scores.c.kind,
+        scores.c.fingerprint,
         scores.c.lex,
         scores.c.coverage,
         scores.c.idf_coverage,
         scores.c.max_idf,
-        func.row_number().over(order_by=(scores.c.lex.desc(), scores.c.id)).label("lrank"),
+        # Equal sums share a rank: the rank feature must not depend on random ids.
+        func.rank().over(order_by=scores.c.lex.desc()).label("lrank"),
     ).cte("fts")
 
 
@@ -444,7 +531,12 @@ def _exact_distance_columns(content_d: Any, context_d: Any) -> list[Any]:
 def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
     content_d = m.embedding.cosine_distance(qv)
     context_d = m.context_embedding.cosine_distance(qv)
-    common = [m.id.label("id"), m.scope.label("scope"), m.kind.label("kind")]
+    common = [
+        m.id.label("id"),
+        m.scope.label("scope"),
+        m.kind.label("kind"),
+        m.fingerprint.label("fingerprint"),
+    ]
     by_content = (
         select(
             *common,
@@ -475,6 +567,7 @@ def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
             both.c.id,
             func.min(both.c.scope).label("scope"),
             func.min(both.c.kind).label("kind"),
+            func.min(both.c.fingerprint).label("fingerprint"),
             func.min(both.c.d).label("d"),
             func.min(both.c.raw).label("raw"),
             func.min(both.c.cd).label("cd"),
@@ -483,9 +576,26 @@ def _hnsw_distances(in_pool: ColumnElement[bool], qv: Any, depth: Any) -> Any:
         .group_by(both.c.id)
         .subquery("best")
     )
+    # A lesson's other contexts (its events) are matched for the index's candidates only.
+    with_events = select(
+        best,
+        _event_distance(best.c.kind, best.c.id, qv, "positive").label("ed"),
+        _event_distance(best.c.kind, best.c.id, qv, "negative").label("nd"),
+    ).subquery("with_events")
+    w = with_events.c
     return (
-        select(best.c.id, best.c.scope, best.c.kind, best.c.d, best.c.raw, best.c.cd, best.c.xd)
-        .order_by(best.c.d, best.c.id)
+        select(
+            w.id,
+            w.scope,
+            w.kind,
+            w.fingerprint,
+            func.least(w.d, w.ed + CONTEXT_PENALTY).label("d"),
+            func.least(w.raw, w.ed).label("raw"),
+            w.cd,
+            func.least(w.xd, w.ed).label("xd"),
+            w.nd,
+        )
+        .order_by(func.least(w.d, w.ed + CONTEXT_PENALTY), w.fingerprint, w.id)
         .limit(depth)
         .subquery("top")
     )

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Computed,
     DateTime,
     Double,
+    Identity,
     Index,
     Integer,
     MetaData,
@@ -32,13 +33,14 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 
 __all__ = [
     "DEFAULT_DIM",
     "approvals",
     "cleanup_tasks",
     "ingest_requests",
+    "lesson_events",
     "mcp_memos",
     "memories",
     "metadata",
@@ -96,7 +98,8 @@ memories = Table(
     CheckConstraint("scope IN ('session','workflow','user','platform')", name="scope"),
     CheckConstraint("kind IN ('constraint','preference','lesson','fact','decision')", name="kind"),
     CheckConstraint(
-        "status IN ('active','pending_approval','rejected','superseded')", name="status"
+        "status IN ('active','pending_approval','rejected','superseded','retired')",
+        name="status",
     ),
     CheckConstraint("origin IN ('verdict','completion','admin','api')", name="origin"),
     CheckConstraint("(scope = 'platform') = (scope_id = '')", name="scope_id"),
@@ -177,7 +180,37 @@ runs = Table(
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
     Column("error", Text),
+    #: The memories the run's recall placed in its context (migration 0009).
+    Column("recalled", ARRAY(UUID(as_uuid=True))),
     Index("ix_runs_tenant_workflow", "tenant", "workflow_id"),
+)
+
+#: What happened to each lesson (migration 0009): its teachings, the outcomes of later runs,
+#: and retirement decisions. A row with a ``polarity`` is a context: the task that taught the
+#: lesson or that it should have reached (positive), or that it misled (negative), with the
+#: task's vector.
+lesson_events = Table(
+    "lesson_events",
+    metadata,
+    Column("tenant", String(200), nullable=False),
+    Column("id", BigInteger, Identity(), nullable=False),
+    PrimaryKeyConstraint("tenant", "id"),
+    Column("memory_id", UUID(as_uuid=True), nullable=False),
+    Column("event", String(16), nullable=False),
+    Column("polarity", String(8)),
+    Column("run_id", String(200)),
+    Column("verdict_id", String(200)),
+    Column("actor", String(200)),
+    Column("task", Text),
+    Column("feedback", Text),
+    Column("embedding", Vector(DEFAULT_DIM)),
+    Column("at", DateTime(timezone=True), nullable=False),
+    CheckConstraint(
+        "event IN ('taught','repeated','missed','misled','clear','recalled','retired','restored')",
+        name="event",
+    ),
+    CheckConstraint("polarity IS NULL OR polarity IN ('positive','negative')", name="polarity"),
+    Index("ix_lesson_events_tenant_memory_id", "tenant", "memory_id", "event", "at"),
 )
 
 cleanup_tasks = Table(

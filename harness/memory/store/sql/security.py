@@ -35,6 +35,7 @@ RLS_TABLES = (
     "cleanup_tasks",
     "ingest_requests",
     "mcp_memos",
+    "lesson_events",
 )
 
 

@@ -89,7 +89,7 @@ def lesson_candidate(
 
 
 class JudgedAttempt(Protocol):
-    """What a lesson needs of a judge's verdict (``harness.run.engine.Verdict`` has it)."""
+    """What a lesson needs of a judge's verdict (``harness.run.types.Verdict`` has it)."""
 
     @property
     def accepted(self) -> bool: ...

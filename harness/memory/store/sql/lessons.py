@@ -1,0 +1,110 @@
+"""Statements of lessons that learn: their events (teachings, outcomes, retirements), the
+lessons a run's learning compares feedback with, and the retirement queue's statistics."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Delete, Insert, Select, and_, bindparam, delete, func, insert, select
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
+
+from harness.memory.domain.types import Kind, Scope, Status
+from harness.memory.store.sql.columns import MEMORY_COLUMNS, m
+from harness.memory.store.sql.schema import lesson_events, memories
+
+__all__ = [
+    "OUTCOME_EVENTS",
+    "delete_events_in_scope",
+    "delete_events_of",
+    "delete_events_of_expired",
+    "events_of",
+    "insert_events",
+    "lesson_stats",
+    "lessons_for_learning",
+]
+
+e = lesson_events.c
+
+#: Events recording what a later run did with a lesson.
+OUTCOME_EVENTS = ("repeated", "missed", "misled", "clear", "recalled")
+
+
+def insert_events() -> Insert:
+    """Insert event rows (executemany): tenant, memory_id, event, polarity, run_id,
+    verdict_id, actor, task, feedback, embedding, at."""
+    return insert(lesson_events)
+
+
+def lessons_for_learning(
+    tenant: str, scope: Scope, scope_id: str, ids: Sequence[uuid.UUID]
+) -> Select[Any]:
+    """Active lessons a run's feedback may restate: those of its lesson scope, and those among
+    ``ids`` (what its recall placed, of any scope), with their content vectors."""
+    in_scope = and_(m.scope == scope.value, m.scope_id == scope_id)
+    placed = m.id == func.any(bindparam("placed", list(ids), type_=ARRAY(UUID(as_uuid=True))))
+    return (
+        select(*MEMORY_COLUMNS, m.embedding)
+        .where(
+            m.tenant == tenant,
+            m.kind == Kind.LESSON.value,
+            m.status == Status.ACTIVE.value,
+            in_scope | placed if ids else in_scope,
+        )
+        .order_by(m.created_at, m.id)
+    )
+
+
+def events_of(tenant: str, memory_id: uuid.UUID) -> Select[Any]:
+    """One lesson's events, oldest first (vectors left out)."""
+    return (
+        select(*(c for c in lesson_events.c if c.name != "embedding"))
+        .where(e.tenant == tenant, e.memory_id == memory_id)
+        .order_by(e.at, e.id)
+    )
+
+
+def lesson_stats(tenant: str) -> Select[Any]:
+    """Every active lesson of the tenant with its counts by event and its last activity."""
+    counts = {
+        name: func.count().filter(e.event == name).label(name)
+        for name in ("taught", *OUTCOME_EVENTS)
+    }
+    per_lesson = (
+        select(
+            e.memory_id,
+            *counts.values(),
+            func.count().filter(e.polarity == "positive").label("contexts"),
+            func.count().filter(e.polarity == "negative").label("negative_contexts"),
+            func.max(e.at)
+            .filter(e.event.in_(("taught", "restored", *OUTCOME_EVENTS)))
+            .label("last_seen"),
+        )
+        .where(e.tenant == tenant)
+        .group_by(e.memory_id)
+        .subquery("per_lesson")
+    )
+    return (
+        select(*MEMORY_COLUMNS, *(c for c in per_lesson.c if c.name != "memory_id"))
+        .select_from(memories.outerjoin(per_lesson, per_lesson.c.memory_id == m.id))
+        .where(m.tenant == tenant, m.kind == Kind.LESSON.value, m.status == Status.ACTIVE.value)
+        .order_by(m.created_at, m.id)
+    )
+
+
+def delete_events_of(tenant: str, memory_id: uuid.UUID) -> Delete:
+    return delete(lesson_events).where(e.tenant == tenant, e.memory_id == memory_id)
+
+
+def delete_events_in_scope(tenant: str, scope: Scope, scope_id: str) -> Delete:
+    """The events of every memory of one scope (before the memories go)."""
+    ids = select(m.id).where(m.tenant == tenant, m.scope == scope.value, m.scope_id == scope_id)
+    return delete(lesson_events).where(e.tenant == tenant, e.memory_id.in_(ids))
+
+
+def delete_events_of_expired(tenant: str, now: datetime) -> Delete:
+    """The events of the tenant's expired memories (before the memories go)."""
+    ids = select(m.id).where(m.tenant == tenant, m.expires_at <= now)
+    return delete(lesson_events).where(e.tenant == tenant, e.memory_id.in_(ids))
