@@ -35,8 +35,8 @@ from bench import locomo
 from bench.common import WORK, CachedEmbedder, fresh_store, settle
 from bench.synthetic import generate
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
-from harness.memory.domain.ranking import Scored
 from harness.memory.domain.lessons import lesson_candidate
+from harness.memory.domain.ranking import Scored
 
 DATA = Path(__file__).parent / "data"
 OUT = WORK / "judge"
@@ -76,9 +76,16 @@ def _load_facts(store: MemoryStore, facts: list[str], user: str = USER) -> list[
     return ids
 
 
+def _split_of(n: int, seed: int) -> set[int]:
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    return set(order[: n // 2])
+
+
 def lessons(emb: CachedEmbedder, n_facts: int = 1000) -> list[Query]:
     data = json.loads((DATA / "lessons.json").read_text(encoding="utf-8"))
-    items, unrelated = data["lessons"], data["unrelated"]
+    items, unrelated, workplace = data["lessons"], data["unrelated"], data["workplace"]
+    dev_workplace = _split_of(len(workplace), 13)
     order = list(range(len(items)))
     random.Random(11).shuffle(order)
     dev_lessons = set(order[: len(order) // 2])
@@ -105,18 +112,73 @@ def lessons(emb: CachedEmbedder, n_facts: int = 1000) -> list[Query]:
             ]
         )
         settle(store)
+        queries = (
+            [
+                Query(
+                    "lessons",
+                    "dev" if i in dev_lessons else "test",
+                    it["later"],
+                    {written[i].id},
+                    "positive",
+                )
+                for i, it in enumerate(items)
+            ]
+            + [
+                Query("lessons", "dev" if i in dev_unrelated else "test", text, set(), "negative")
+                for i, text in enumerate(unrelated)
+            ]
+            + [
+                # Same-domain tasks no lesson applies to: what a lesson offset once flooded.
+                Query("workplace", "dev" if i in dev_workplace else "test", text, set(), "negative")
+                for i, text in enumerate(workplace)
+            ]
+        )
+        _collect(store, queries)
+        return queries
+    finally:
+        store.close()
+
+
+def lesson_facts(emb: CachedEmbedder, n_facts: int = 300) -> list[Query]:
+    """Fact questions (half by asset id only) among many lessons of the same user: every
+    lesson of ``lessons.json`` and every wording of every rule of ``stream.json`` (286), each
+    written as the engine writes one, beside ``n_facts`` generated facts."""
+    data = json.loads((DATA / "lessons.json").read_text(encoding="utf-8"))
+    stream = json.loads((DATA / "stream.json").read_text(encoding="utf-8"))
+    taught = [(it["feedback"], it["task"]) for it in data["lessons"]] + [
+        (wording, rule["tasks"][k % len(rule["tasks"])])
+        for rule in stream["rules"]
+        for k, wording in enumerate(rule["feedback"])
+    ]
+    ds = generate(n_facts, 80, 40, seed=777, tags=True)
+    emb.warm(ds.facts, f"judge-lessonfacts{n_facts}")
+    store = fresh_store(emb, "bench_judge_lessonfacts")
+    try:
+        ids = _load_facts(store, ds.facts)
+        store.write_many(
+            [
+                lesson_candidate(
+                    tenant=TENANT,
+                    user_id=USER,
+                    workflow_id=None,
+                    feedback=feedback,
+                    task_input=task,
+                    run_id=f"run-{i}",
+                    verdict_id=f"verdict-{i}",
+                )
+                for i, (feedback, task) in enumerate(taught)
+            ]
+        )
+        settle(store)
         queries = [
             Query(
-                "lessons",
-                "dev" if i in dev_lessons else "test",
-                it["later"],
-                {written[i].id},
-                "positive",
+                "lessonfacts", "dev" if j % 2 == 0 else "test", q.text, {ids[q.answer]}, "positive"
             )
-            for i, it in enumerate(items)
+            for j, q in enumerate(ds.questions)
+            if q.answer is not None
         ] + [
-            Query("lessons", "dev" if i in dev_unrelated else "test", text, set(), "negative")
-            for i, text in enumerate(unrelated)
+            Query("lessonfacts", _negative_split(j), q.text, set(), "negative")
+            for j, q in enumerate(ds.negatives)
         ]
         _collect(store, queries)
         return queries
@@ -202,6 +264,8 @@ def build(smoke: bool = False) -> dict[str, list[Query]]:
     sets: dict[str, list[Query]] = {}
     sets["lessons"] = lessons(emb, n_facts=1000)
     print(f"lessons: {len(sets['lessons'])} queries", flush=True)
+    sets["lessonfacts"] = lesson_facts(emb)
+    print(f"lessonfacts: {len(sets['lessonfacts'])} queries", flush=True)
     for n in (1000,) if smoke else (1000, 10_000):
         key = f"facts{n // 1000}k"
         sets[key] = facts(emb, n, n_questions=60 if smoke else 200, n_negatives=20 if smoke else 80)

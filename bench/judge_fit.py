@@ -41,7 +41,9 @@ from harness.memory.domain.relevance import (
 )
 
 Mode = Literal["hybrid", "lexical"]
-PARAMS_FILE = Path(__file__).resolve().parents[1] / "harness" / "memory" / "judge_params.py"
+PARAMS_FILE = (
+    Path(__file__).resolve().parents[1] / "harness" / "memory" / "domain" / "relevance_params.py"
+)
 CANDIDATES = 5  # candidates per query the judge is fitted on (best by fused rank) ...
 #: ... and how much more a negative query's candidates weigh, by mode (without vectors the
 #: lexical evidence of a never-stored attribute of a stored thing looks like a match; weighing
@@ -55,6 +57,9 @@ GOALS: tuple[tuple[str, str, float], ...] = (
     ("lessons", "hit@8", 0.90),
     ("lessons", "hit@3", 0.75),
     ("lessons", "abstain", 0.95),
+    ("workplace", "abstain", 0.80),
+    ("lessonfacts", "hit@8", 0.98),
+    ("lessonfacts", "abstain", 0.95),
     ("facts1k", "hit@8", 0.99),
     ("facts1k", "abstain", 0.95),
     ("facts10k", "hit@8", 0.99),
@@ -75,7 +80,7 @@ def feature_names(mode: Mode) -> list[str]:
         "margin",
         *(f"coverage>{k}" for k in COVERAGE_KNOTS),
     )
-    return [*lexical, "is_lesson", "is_decision"]
+    return [*lexical, *OFFSET_FEATURES]
 
 
 def rows_of(q: Query, mode: Mode) -> list[Scored]:
@@ -305,7 +310,11 @@ def plot(report: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     curve = report["hybrid"]["dev_curve"]
-    names = [n for n in ("lessons", "facts1k", "facts10k", "locomo") if n in curve[0]]
+    names = [
+        n
+        for n in ("lessons", "workplace", "lessonfacts", "facts1k", "facts10k", "locomo")
+        if n in curve[0]
+    ]
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4))
     for ax, name in zip(np.atleast_1d(axes), names, strict=True):
         for split, style in (("dev_curve", "-"), ("test_curve", "--")):

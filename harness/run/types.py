@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from pydantic import Field, field_validator
 
 from harness.errors import InvalidInput
-from harness.memory.domain.learning import Learned, check_verdict_key
+from harness.memory.domain.learning import Learned, check_verdict_key, misled_as_text
 from harness.memory.domain.recall import RecallResult
 from harness.memory.domain.types import CallerFields, FrozenModel, Memory, MemoryCandidate
 
@@ -65,9 +65,7 @@ class Verdict(FrozenModel):
     @field_validator("misled", mode="before")
     @classmethod
     def _ids_as_text(cls, value: Any) -> Any:
-        if isinstance(value, (list, tuple)):
-            return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in value)
-        return value
+        return misled_as_text(value)
 
 
 class OutputJudge(Protocol):

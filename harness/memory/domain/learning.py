@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -50,6 +51,7 @@ __all__ = [
     "classify",
     "cosine",
     "lesson_memory_key",
+    "misled_as_text",
     "misled_here",
     "retirement_reason",
     "standing",
@@ -68,6 +70,13 @@ def check_verdict_key(value: str | None) -> str | None:
     problem = identifier_problem(value, max_length=LESSON_KEY_MAX)
     if problem is not None:
         raise ValueError(problem)
+    return value
+
+
+def misled_as_text(value: Any) -> Any:
+    """``Verdict.misled`` as given, ids written as text (UUIDs or strings are both accepted)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in value)
     return value
 
 
@@ -92,6 +101,11 @@ class Judged(FrozenModel):
     @classmethod
     def _key(cls, value: str | None) -> str | None:
         return check_verdict_key(value)
+
+    @field_validator("misled", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: Any) -> Any:
+        return misled_as_text(value)
 
 
 class LessonReport(CallerFields):
@@ -151,8 +165,8 @@ class LearningConfig:
     for retirement; ``retire_after_misled``: proposed once it misled that often more than it
     was clear."""
 
-    restate_cosine: float = 0.80
-    misled_cosine: float = 0.55
+    restate_cosine: float = 0.63
+    misled_cosine: float = 0.56
     fade_after_days: float = 180.0
     retire_after_misled: int = 2
 
