@@ -1,4 +1,4 @@
-"""The ``harness-memory`` command line: status, init, reembed, demo, admin."""
+"""The ``harness-memory`` command line: status, init, reembed, demo, admin, lessons."""
 
 from __future__ import annotations
 
@@ -707,6 +707,10 @@ def demo(url: UrlOption = None) -> None:
 from harness.console.cli import register as _register_console  # noqa: E402
 
 _register_console(app)
+
+from harness.cli.lessons import lessons_app  # noqa: E402
+
+app.add_typer(lessons_app, name="lessons")
 
 
 def main() -> None:  # pragma: no cover - console-script shim

@@ -253,6 +253,40 @@ class Console:
             )
         )
 
+    # --- lessons proposed for retirement ---------------------------------------------------------
+
+    async def retirements(self, request: Request, ctx: Ctx) -> Response:
+        tenant = _tenant(ctx)
+        proposals = await run_in_threadpool(self.backend.retirement_proposals, tenant)
+        retired = await run_in_threadpool(self.backend.retired, tenant, limit=PENDING_PAGE)
+        return self.render(
+            request,
+            "retirements.html",
+            ctx,
+            proposals=proposals,
+            retired=retired,
+            page="retirements",
+        )
+
+    async def retire(self, request: Request, ctx: Ctx) -> Response:
+        tenant = _tenant(ctx)
+        form = await request.form()
+        action = form_text(form, "action")
+        if action not in ("retire", "restore"):
+            raise InvalidInput("action: must be retire or restore", fields=("action",))
+        mid = parse_memory_id(form_text(form, "id"))
+        reason = form_text(form, "reason").strip() or None
+        if action == "retire":
+            await run_in_threadpool(self.backend.retire, tenant, mid, ctx.admin.name, reason)
+        else:
+            await run_in_threadpool(self.backend.restore, tenant, mid, ctx.admin.name)
+        ctx.session.flash("ok", f"{action}d {mid}")
+        return harden(
+            RedirectResponse(
+                f"{base_path(request)}/t/{quote(tenant, safe='')}/retirements", status_code=303
+            )
+        )
+
     # --- browser and item page -----------------------------------------------------------------
 
     async def memories(self, request: Request, ctx: Ctx) -> Response:
@@ -393,6 +427,8 @@ def build_console_app(
         Route("/status", g(c.status, tenant_scoped=False), methods=["GET"]),
         Route("/t/{tenant}/pending", g(c.pending), methods=["GET"]),
         Route("/t/{tenant}/pending", g(c.decide), methods=["POST"]),
+        Route("/t/{tenant}/retirements", g(c.retirements), methods=["GET"]),
+        Route("/t/{tenant}/retirements", g(c.retire), methods=["POST"]),
         Route("/t/{tenant}/memories", g(c.memories), methods=["GET"]),
         Route("/t/{tenant}/memories/{memory_id}", g(c.memory), methods=["GET"]),
         Route("/t/{tenant}/memories/{memory_id}/forget", g(c.forget_form), methods=["GET"]),

@@ -15,9 +15,10 @@ from typing import Any
 
 from harness.errors import InvalidInput, MemoryNotFound
 from harness.memory import MemoryStore
+from harness.memory.domain.learning import RetirementProposal
 from harness.memory.domain.listing import BrowseFilter, Cursor, PendingReview
 from harness.memory.domain.recall import RecallResult
-from harness.memory.domain.types import Memory, RecallRequest
+from harness.memory.domain.types import Memory, RecallRequest, Status
 from product_adapter import ProductAdapter
 
 __all__ = [
@@ -105,6 +106,24 @@ class ConsoleBackend:
             raise InvalidInput("reason: a rejection needs a reason", fields=("reason",))
         self.memory(tenant, memory_id)
         return self.store.reject(memory_id, approver=admin, reason=reason, tenant=tenant)
+
+    def retirement_proposals(self, tenant: str) -> list[RetirementProposal]:
+        """Lessons of ``tenant`` proposed for retirement, with why."""
+        return self.store.retirement_proposals(tenant=tenant)
+
+    def retired(self, tenant: str, *, limit: int) -> list[Memory]:
+        """The newest retired memories of ``tenant``."""
+        return self.store.browse(tenant, BrowseFilter(status=Status.RETIRED), limit=limit)
+
+    def retire(self, tenant: str, memory_id: uuid.UUID, admin: str, reason: str | None) -> Memory:
+        """Retire an active lesson of ``tenant``; recorded under ``admin``."""
+        self.memory(tenant, memory_id)
+        return self.store.retire(memory_id, admin, reason, tenant=tenant)
+
+    def restore(self, tenant: str, memory_id: uuid.UUID, admin: str) -> Memory:
+        """Bring a retired lesson of ``tenant`` back; recorded under ``admin``."""
+        self.memory(tenant, memory_id)
+        return self.store.restore(memory_id, admin, tenant=tenant)
 
     def forget(self, tenant: str, memory_id: uuid.UUID) -> None:
         """Delete one memory of ``tenant`` for good."""

@@ -103,3 +103,38 @@ def test_status_shows_pending_cleanups(
     out = runner.invoke(app, ["status", "--url", db_url]).output
     line = next(row for row in out.splitlines() if tenant in row)
     assert line.rstrip(" │").endswith("1")
+
+
+def test_lessons_queue_retire_restore_and_history(
+    store: MemoryStore, tenant: str, db_url: str
+) -> None:
+    def teach(run: str, **verdict: object) -> object:
+        placed = verdict.pop("placed", ())
+        return store.learn(
+            {
+                "tenant": tenant,
+                "user_id": "alice",
+                "run_id": run,
+                "task": "Summarise the incident for the ops channel",
+                "verdicts": [{"id": f"v-{run}", "accepted": False, **verdict}],
+                "placed": placed,
+            }
+        )
+
+    (lesson,) = teach("r1", feedback="Ops summaries are three lines at most.").written  # type: ignore[attr-defined]
+    args = ["--tenant", tenant, "--url", db_url]
+    empty = runner.invoke(app, ["lessons", "proposals", *args])
+    assert empty.exit_code == 0 and "no lesson" in empty.output
+    for run in ("r2", "r3"):
+        teach(run, feedback="Not here.", misled=[str(lesson.id)], placed=[lesson.id])
+    queue = runner.invoke(app, ["lessons", "proposals", *args])
+    assert str(lesson.id) in queue.output and "misled 2" in queue.output
+    retired = runner.invoke(app, ["lessons", "retire", str(lesson.id), "--by", "root", *args])
+    assert retired.exit_code == 0 and "retired" in retired.output
+    twice = runner.invoke(app, ["lessons", "retire", str(lesson.id), "--by", "root", *args])
+    assert twice.exit_code == 2 and "error:" in twice.output and "only active lessons" in twice.output
+    restored = runner.invoke(app, ["lessons", "restore", str(lesson.id), "--by", "root", *args])
+    assert restored.exit_code == 0 and "restored" in restored.output
+    record = runner.invoke(app, ["lessons", "history", str(lesson.id), *args]).output
+    assert all(w in record for w in ("taught", "misled", "retired by root", "restored by root"))
+    assert record.index("taught") < record.index("retired by root") < record.index("restored")

@@ -47,11 +47,13 @@ def _routes(tenant: str, memory_id: str) -> list[tuple[str, str]]:
         ("GET", "/"),
         ("GET", "/status"),
         ("GET", f"/t/{tenant}/pending"),
+        ("GET", f"/t/{tenant}/retirements"),
         ("GET", f"/t/{tenant}/memories"),
         ("GET", f"/t/{tenant}/memories/{memory_id}"),
         ("GET", f"/t/{tenant}/memories/{memory_id}/forget"),
         ("GET", f"/t/{tenant}/playground?run=1&user_id=alice&query=x"),
         ("POST", f"/t/{tenant}/pending"),
+        ("POST", f"/t/{tenant}/retirements"),
         ("POST", f"/t/{tenant}/memories/{memory_id}/forget"),
         ("POST", "/logout"),
     ]
@@ -589,3 +591,46 @@ def test_tenant_names_are_quoted_in_links_and_redirects(
         )
         assert r.status_code == 303 and r.headers["location"] == f"/t/{quoted}/pending"
     assert store.get(seeded.pending_plain.id, tenant=spaced).status is Status.ACTIVE  # type: ignore[union-attr]
+
+
+def test_a_misleading_lesson_is_retired_and_restored_from_the_console(
+    client: TestClient, csrf: str, store: MemoryStore, tenant: str
+) -> None:
+    def learn(run: str, **verdict: object) -> object:
+        placed = verdict.pop("placed", ())
+        return store.learn(
+            {
+                "tenant": tenant,
+                "user_id": "alice",
+                "run_id": run,
+                "task": "Summarise the incident for the ops channel",
+                "placed": placed,
+                "verdicts": [{"id": f"v-{run}", "accepted": False, **verdict}],
+            }
+        )
+
+    (lesson,) = learn("r1", feedback="Ops summaries are <b>three</b> lines at most.").written  # type: ignore[attr-defined]
+    assert "No lesson is proposed" in client.get(f"/t/{tenant}/retirements").text
+    for run in ("r2", "r3"):
+        learn(run, feedback="Not for this task.", misled=[str(lesson.id)], placed=[lesson.id])
+    page = client.get(f"/t/{tenant}/retirements").text
+    assert f"proposal-{lesson.id}" in page and "misled 2" in page
+    assert "<b>three</b>" not in page and "&lt;b&gt;three&lt;/b&gt;" in page
+    refused = client.post(
+        f"/t/{tenant}/retirements", data={"id": str(lesson.id), "action": "retire"}
+    )
+    assert refused.status_code == 403
+    assert store.get(lesson.id, tenant=tenant).status is Status.ACTIVE  # type: ignore[union-attr]
+    done = client.post(
+        f"/t/{tenant}/retirements",
+        data={"id": str(lesson.id), "action": "retire", "reason": "misleads", "csrf": csrf},
+    )
+    assert done.status_code == 200 and f"retired-{lesson.id}" in done.text
+    assert store.get(lesson.id, tenant=tenant).status is Status.RETIRED  # type: ignore[union-attr]
+    back = client.post(
+        f"/t/{tenant}/retirements", data={"id": str(lesson.id), "action": "restore", "csrf": csrf}
+    )
+    assert back.status_code == 200
+    assert store.get(lesson.id, tenant=tenant).status is Status.ACTIVE  # type: ignore[union-attr]
+    events = [(e["event"], e["actor"]) for e in store.lesson_events(lesson.id, tenant=tenant)]
+    assert events[-2:] == [("retired", "alice"), ("restored", "alice")]

@@ -198,8 +198,8 @@ def fuse(
 
     Returns ``(kept, dropped)``: kept best first by the judge's probability (by fused score
     when ``use_floor`` is off); dropped are those the judge turned away or beyond top-N.
-    ``threshold`` overrides the bar an item needs (:meth:`RankingConfig.bar`). ``stats`` is the query's score distribution (computed
-    from ``rows`` when not given). A lesson whose :attr:`Scored.misled_here` holds never passes.
+    ``threshold`` overrides the bar an item needs (:meth:`RankingConfig.bar`). ``stats`` is the
+    query's score distribution (computed from ``rows`` when not given). A lesson whose :attr:`Scored.misled_here` holds never passes.
     Deterministic: ties break by content fingerprint, then id.
     """
     rows = list(rows)
@@ -234,7 +234,8 @@ def fuse(
     kept: list[Ranked] = []
     dropped: list[Ranked] = []
     for r in judged:
-        if len(kept) < limit and (not cfg.use_floor or r.probability >= bar):
+        passes = r.probability >= bar and not r.scored.misled_here
+        if len(kept) < limit and (not cfg.use_floor or passes):
             kept.append(r)
         else:
             dropped.append(r)

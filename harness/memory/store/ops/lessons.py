@@ -367,7 +367,8 @@ def _turn_op(
     want = Status.ACTIVE if retiring else Status.RETIRED
     if row["kind"] != Kind.LESSON.value or row["status"] != want.value:
         raise ConflictingState(
-            f"memory {mid} is a {row['status']} {row['kind']}, not a {want.value} lesson"
+            f"memory {mid} is {row['status']} ({row['kind']}); only {want.value} lessons can be "
+            + ("retired" if retiring else "restored")
         )
     if not retiring and row["memory_key"] is not None:
         scope = Scope(row["scope"])
