@@ -5,7 +5,8 @@ that taught it, the feedback's wording), each outcome of a later run that placed
 have (``repeated``, ``missed``, ``misled``, ``clear``, ``recalled``), and each retirement
 decision (who, why). A teaching or missed task is a **positive context** of the lesson and a
 misled task a **negative context**: those rows carry the task's vector, which recall matches a
-new task against. ``runs.recalled`` lists the memories a run's recall placed. A lesson an admin
+new task against; a teaching also keeps its feedback's vector, which a later feedback is
+compared with (one rule, one lesson, however it is worded). ``runs.recalled`` lists the memories a run's recall placed. A lesson an admin
 retires gets status ``retired`` (reversible). Row-level security as migration 0003 sets it.
 
 Revision ID: 0009
@@ -65,6 +66,7 @@ def upgrade() -> None:
         sa.Column("task", sa.Text),
         sa.Column("feedback", sa.Text),
         sa.Column("embedding", Vector(dim)),
+        sa.Column("feedback_embedding", Vector(dim)),
         sa.Column("at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("tenant", "id", name="pk_lesson_events"),
         sa.CheckConstraint(f"event IN ({EVENTS})", name="ck_lesson_events_event"),

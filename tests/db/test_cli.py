@@ -132,7 +132,9 @@ def test_lessons_queue_retire_restore_and_history(
     retired = runner.invoke(app, ["lessons", "retire", str(lesson.id), "--by", "root", *args])
     assert retired.exit_code == 0 and "retired" in retired.output
     twice = runner.invoke(app, ["lessons", "retire", str(lesson.id), "--by", "root", *args])
-    assert twice.exit_code == 2 and "error:" in twice.output and "only active lessons" in twice.output
+    assert (
+        twice.exit_code == 2 and "error:" in twice.output and "only active lessons" in twice.output
+    )
     restored = runner.invoke(app, ["lessons", "restore", str(lesson.id), "--by", "root", *args])
     assert restored.exit_code == 0 and "restored" in restored.output
     record = runner.invoke(app, ["lessons", "history", str(lesson.id), *args]).output

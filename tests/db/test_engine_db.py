@@ -22,9 +22,9 @@ from harness.memory import (
     Scope,
     Status,
 )
+from harness.memory.domain.lessons import is_concrete_feedback, lesson_key
 from harness.recallset import RecallSet
 from harness.run.extract import RuleExtractor
-from harness.memory.domain.lessons import is_concrete_feedback, lesson_key
 from tests.unit.test_engine import FEEDBACK, Script, run_engine, run_input
 
 

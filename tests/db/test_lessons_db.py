@@ -167,8 +167,8 @@ def test_a_misleading_lesson_is_proposed_retired_and_restored_with_an_audit_trai
             )
         )
     (proposal,) = facade.retirement_proposals(tenant=tenant)
-    assert proposal.memory.id == lesson.id and proposal.misled == 2 and "misled 2" in (
-        proposal.reason
+    assert (
+        proposal.memory.id == lesson.id and proposal.misled == 2 and "misled 2" in (proposal.reason)
     )
     retired = facade.retire(lesson.id, "admin", "misleads tweets", tenant=tenant)
     assert retired.status is Status.RETIRED

@@ -49,9 +49,7 @@ def test_a_key_match_reinforces_even_when_the_wording_differs() -> None:
         accepted=False,
         config=CONFIG,
     )
-    assert [(a.outcome, a.lesson_id, a.polarity) for a in got] == [
-        (Outcome.MISSED, A, "positive")
-    ]
+    assert [(a.outcome, a.lesson_id, a.polarity) for a in got] == [(Outcome.MISSED, A, "positive")]
 
 
 def test_a_near_duplicate_reinforces_a_far_one_is_a_new_lesson() -> None:
@@ -136,7 +134,9 @@ def test_every_placed_lesson_gets_one_outcome_whatever_the_order(
     got = classify(feedback=fbs, lessons=known, misled_ids=[], accepted=accepted, config=CONFIG)
     shuffled = list(known)
     seed.shuffle(shuffled)  # type: ignore[attr-defined]
-    again = classify(feedback=fbs, lessons=shuffled, misled_ids=[], accepted=accepted, config=CONFIG)
+    again = classify(
+        feedback=fbs, lessons=shuffled, misled_ids=[], accepted=accepted, config=CONFIG
+    )
     key = sorted((a.outcome.value, str(a.lesson_id), a.feedback_index or -1) for a in got)
     assert key == sorted((a.outcome.value, str(a.lesson_id), a.feedback_index or -1) for a in again)
     touched = [a.lesson_id for a in got if a.lesson_id is not None]

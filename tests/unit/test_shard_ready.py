@@ -86,6 +86,7 @@ ROUTED: dict[str, Callable[[], Any]] = {
         "t", Scope.USER, "u", [ID]
     ),
     "lessons.events_of": lambda: lessons_sql.events_of("t", ID),
+    "lessons.wordings_of": lambda: lessons_sql.wordings_of("t", [ID]),
     "lessons.lesson_stats": lambda: lessons_sql.lesson_stats("t"),
     "lessons.delete_events_of": lambda: lessons_sql.delete_events_of("t", ID),
     "lessons.delete_events_in_scope": lambda: lessons_sql.delete_events_in_scope(

@@ -174,7 +174,8 @@ class LearningConfig:
 @dataclass(frozen=True)
 class KnownLesson:
     """An active lesson a run's feedback may restate: its identity, key, fingerprint, content
-    vector (None without a model), and whether the run's recall placed it."""
+    vector (None without a model), whether the run's recall placed it, whether it lives in the
+    run's lesson scope, and the vectors of the feedback wordings it was taught in since."""
 
     id: uuid.UUID
     key: str | None
@@ -182,6 +183,13 @@ class KnownLesson:
     vector: Sequence[float] | None
     placed: bool
     in_lesson_scope: bool
+    wordings: tuple[Sequence[float], ...] = ()
+
+    def nearest(self, vector: Sequence[float] | None) -> float | None:
+        """The best cosine of ``vector`` to the lesson's content or any wording it was taught in."""
+        sims = [cosine(vector, v) for v in (self.vector, *self.wordings)]
+        found = [s for s in sims if s is not None]
+        return max(found) if found else None
 
 
 @dataclass(frozen=True)
@@ -225,7 +233,7 @@ def _restates(fb: FeedbackSeen, lesson: KnownLesson, config: LearningConfig) -> 
         return True, f"same key {fb.key!r}"
     if fb.fingerprint == lesson.fingerprint:
         return True, "same wording"
-    sim = cosine(fb.vector, lesson.vector)
+    sim = lesson.nearest(fb.vector)
     if sim is not None and sim >= config.restate_cosine:
         return True, f"restates it (cosine {sim:.2f} >= {config.restate_cosine:.2f})"
     return False, ""
@@ -251,7 +259,7 @@ def _best(
     for lesson in lessons:
         ok, why = _restates(fb, lesson, config)
         if ok:
-            sim = cosine(fb.vector, lesson.vector) or 1.0
+            sim = lesson.nearest(fb.vector) or 1.0
             found.append((-sim, str(lesson.id), lesson, why))
     if not found:
         return None, ""
@@ -349,7 +357,7 @@ def _misled_target(
     best: tuple[float, str] | None = None
     target = None
     for lesson in placed:
-        sim = cosine(fb.vector, lesson.vector)
+        sim = lesson.nearest(fb.vector)
         if sim is not None and sim >= config.misled_cosine:
             rank = (-sim, str(lesson.id))
             if best is None or rank < best:

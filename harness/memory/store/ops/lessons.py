@@ -147,6 +147,11 @@ def _learn_op(
     rows = (
         (yield sql.lessons_for_learning(tenant, scope, scope_id, sorted(placed))).mappings().all()
     )
+    wordings: dict[uuid.UUID, list[list[float]]] = {}
+    if rows and vectors is not None:
+        found = yield sql.wordings_of(tenant, [r["id"] for r in rows])
+        for memory_id, vec in found.all():
+            wordings.setdefault(memory_id, []).append(_vector(vec) or [])
     known = [
         KnownLesson(
             id=r["id"],
@@ -155,6 +160,7 @@ def _learn_op(
             vector=_vector(r["embedding"]),
             placed=r["id"] in placed,
             in_lesson_scope=r["scope"] == scope.value and r["scope_id"] == scope_id,
+            wordings=tuple(wordings.get(r["id"], ())),
         )
         for r in rows
     ]
@@ -209,6 +215,16 @@ def _learn_op(
                 "feedback": action.feedback,
                 # A new lesson's first context is its own row's context vector.
                 "embedding": task_vector if action.polarity and not action.new_lesson else None,
+                # A reinforcing wording is compared with the next feedback (the first is the
+                # lesson's content).
+                "feedback_embedding": (
+                    vectors[1 + action.feedback_index]
+                    if vectors is not None
+                    and action.feedback_index is not None
+                    and not action.new_lesson
+                    and action.polarity != "negative"
+                    else None
+                ),
                 "at": now,
             }
         )
@@ -398,6 +414,7 @@ def _turn_op(
                 "task": None,
                 "feedback": reason,
                 "embedding": None,
+                "feedback_embedding": None,
                 "at": now,
             }
         ],

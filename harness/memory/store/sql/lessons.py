@@ -24,6 +24,7 @@ __all__ = [
     "insert_events",
     "lesson_stats",
     "lessons_for_learning",
+    "wordings_of",
 ]
 
 e = lesson_events.c
@@ -57,10 +58,24 @@ def lessons_for_learning(
     )
 
 
+def wordings_of(tenant: str, ids: Sequence[uuid.UUID]) -> Select[Any]:
+    """The feedback vectors of every teaching of the lessons ``ids`` (each wording a rule was
+    taught in)."""
+    return (
+        select(e.memory_id, e.feedback_embedding)
+        .where(
+            e.tenant == tenant,
+            e.memory_id == func.any(bindparam("ids", list(ids), type_=ARRAY(UUID(as_uuid=True)))),
+            e.feedback_embedding.is_not(None),
+        )
+        .order_by(e.memory_id, e.id)
+    )
+
+
 def events_of(tenant: str, memory_id: uuid.UUID) -> Select[Any]:
     """One lesson's events, oldest first (vectors left out)."""
     return (
-        select(*(c for c in lesson_events.c if c.name != "embedding"))
+        select(*(c for c in lesson_events.c if c.name not in ("embedding", "feedback_embedding")))
         .where(e.tenant == tenant, e.memory_id == memory_id)
         .order_by(e.at, e.id)
     )

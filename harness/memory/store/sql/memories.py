@@ -353,8 +353,9 @@ def retype_vectors(dim: int) -> list[TextClause]:
         text("UPDATE memories SET embedding = NULL, context_embedding = NULL"),
         text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({size})"),
         text(f"ALTER TABLE memories ALTER COLUMN context_embedding TYPE vector({size})"),
-        text("UPDATE lesson_events SET embedding = NULL WHERE embedding IS NOT NULL"),
+        text("UPDATE lesson_events SET embedding = NULL, feedback_embedding = NULL"),
         text(f"ALTER TABLE lesson_events ALTER COLUMN embedding TYPE vector({size})"),
+        text(f"ALTER TABLE lesson_events ALTER COLUMN feedback_embedding TYPE vector({size})"),
         text(
             "CREATE INDEX ix_memories_embedding_hnsw ON memories "
             "USING hnsw (embedding vector_cosine_ops)"

@@ -369,9 +369,7 @@ def _outcome_columns(outcomes: Any) -> list[Any]:
     return [*(outcomes.c[name] for name in OUTCOME_COLUMNS), outcomes.c.last_seen]
 
 
-def _event_distance(
-    kind: Any, memory_id: Any, qv: Any, polarity: str, tenant: Any = None
-) -> Any:
+def _event_distance(kind: Any, memory_id: Any, qv: Any, polarity: str, tenant: Any = None) -> Any:
     """The nearest cosine distance of a lesson's ``polarity`` contexts to the query (NULL for
     other kinds, and for a lesson without such contexts). ``tenant``: the outer row's tenant
     column (a co-located join), else the caller's."""

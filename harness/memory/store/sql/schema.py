@@ -204,6 +204,7 @@ lesson_events = Table(
     Column("task", Text),
     Column("feedback", Text),
     Column("embedding", Vector(DEFAULT_DIM)),
+    Column("feedback_embedding", Vector(DEFAULT_DIM)),
     Column("at", DateTime(timezone=True), nullable=False),
     CheckConstraint(
         "event IN ('taught','repeated','missed','misled','clear','recalled','retired','restored')",
