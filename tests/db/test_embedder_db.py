@@ -171,3 +171,48 @@ def test_embed_threads_reach_the_model_and_keep_its_vectors(
     texts = ["short", "a much longer sentence about the billing service's deployment window"]
     for one, default in zip(choice.embedder.embed(texts), real_embedder.embed(texts), strict=True):
         assert max(abs(a - b) for a, b in zip(one, default, strict=True)) < 1e-5
+
+
+def test_reembed_rebuilds_the_vectors_of_a_lessons_later_contexts_and_wordings(
+    fresh_db_url: str, tenant: str
+) -> None:
+    """A lesson taught again (its task a new context, its feedback a new wording) keeps those
+    vectors in its events: reembed rebuilds them with the new model (same dimension here, so
+    nothing clears them first)."""
+    import sqlalchemy as sa
+
+    from harness.memory.domain.lessons import lesson_content
+
+    def report(run: str, feedback: str, task: str) -> dict[str, object]:
+        return {
+            "tenant": tenant,
+            "user_id": "u",
+            "run_id": run,
+            "task": task,
+            "verdicts": [{"id": f"v-{run}", "accepted": False, "feedback": feedback, "key": "k"}],
+        }
+
+    first = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-a"))
+    first.learn(report("r1", "Ops summaries are three lines at most.", "Summarise the outage"))
+    first.learn(report("r2", "Keep ops recaps to three lines.", "Recap the deploy failure"))
+    first.close()
+    new_model = HashEmbedder(name="model-b")
+    fixer = MemoryStore.connect(fresh_db_url, embedder=new_model, check_model=False)
+    try:
+        fixer.reembed(batch_size=1)
+        with all_tenants(fixer) as conn:
+            task_vec, wording_vec = conn.execute(
+                sa.text(
+                    "SELECT embedding::text, feedback_embedding::text FROM lesson_events "
+                    "WHERE event = 'missed'"
+                )
+            ).one()
+        for text, stored in (
+            ("Recap the deploy failure", task_vec),
+            (lesson_content("Keep ops recaps to three lines."), wording_vec),
+        ):
+            expected = new_model.embed([text])[0]
+            got = [float(x) for x in stored.strip("[]").split(",")]
+            assert max(abs(a - b) for a, b in zip(got, expected, strict=True)) < 1e-5
+    finally:
+        fixer.close()

@@ -152,6 +152,8 @@ NOT_ROUTED = {
     "memories.count_memories": "reembed counts every tenant's rows",
     "memories.counts_by_tenant_status": "status counts per tenant",
     "memories.missing_embeddings": "reembed pages every tenant's rows (returns tenant)",
+    "lessons.events_to_embed": "reembed pages every tenant's events (returns tenant)",
+    "lessons.set_event_vectors": "reembed writes by (tenant, id) of rows it paged",
     "memories.open_cleanups_by_tenant": "status counts per tenant",
     "memories.tenants_with_expired": "the purge finds tenants, then deletes per tenant",
     "memories.meta_get": "store_meta is a reference table",

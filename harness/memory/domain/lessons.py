@@ -14,6 +14,7 @@ __all__ = [
     "JudgedAttempt",
     "is_concrete_feedback",
     "lesson_candidate",
+    "lesson_content",
     "lesson_key",
     "lessons_from_verdicts",
 ]
@@ -60,6 +61,11 @@ def lesson_key(feedback: str) -> str:
     return f"lesson.{digest}"
 
 
+def lesson_content(feedback: str) -> str:
+    """The text of the lesson a feedback teaches (what recall shows, and what is embedded)."""
+    return f"A reviewer rejected an earlier answer: {feedback.strip()}"
+
+
 def lesson_candidate(
     *,
     tenant: str,
@@ -81,7 +87,7 @@ def lesson_candidate(
         scope_id=scope_id,
         kind=Kind.LESSON,
         key=lesson_key(feedback),
-        content=f"A reviewer rejected an earlier answer: {feedback.strip()}",
+        content=lesson_content(feedback),
         context=task_input[:4000],
         priority=1,
         source=Source(origin=Origin.VERDICT, run_id=run_id, verdict_id=verdict_id),

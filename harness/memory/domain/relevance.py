@@ -50,12 +50,14 @@ COVERAGE_KNOTS: tuple[float, ...] = (0.25, 0.5, 0.75)
 HINGE_FEATURES: tuple[str, ...] = (
     *(f"sim>{k}" for k in SIM_KNOTS),
     *(f"content_sim>{k}" for k in SIM_KNOTS),
+    *(f"context_sim>{k}" for k in SIM_KNOTS),
     *(f"coverage>{k}" for k in COVERAGE_KNOTS),
 )
 #: Features that measure evidence for relevance; their weights are fitted non-negative.
 EVIDENCE_FEATURES: tuple[str, ...] = (
     "sim",
     "content_sim",
+    "context_sim",
     "margin",
     "gap",
     "idf_coverage",
@@ -192,13 +194,18 @@ def features(s: Signals, stats: QueryStats, mode: Mode) -> dict[str, float]:
     if mode == "hybrid":
         sim = s.sim if s.sim is not None else stats.floor_sim
         content = s.content_sim if s.content_sim is not None else min(sim, stats.floor_sim)
+        # A task matched against the tasks that taught a lesson (its contexts): task-to-task
+        # similarity runs lower than question-to-answer, so it gets weights of its own.
+        context = s.context_sim if s.context_sim is not None else 0.0
         out["sim"] = sim
         out["content_sim"] = content
+        out["context_sim"] = context
         out["margin"] = (sim - stats.sim_mean) / stats.sim_std
         out["gap"] = sim - max(stats.sim_max, sim)
         for k in SIM_KNOTS:
             out[f"sim>{k}"] = max(0.0, sim - k)
             out[f"content_sim>{k}"] = max(0.0, content - k)
+            out[f"context_sim>{k}"] = max(0.0, context - k)
         out["vector_rr"] = 1.0 / s.vrank if s.vrank else 0.0
     else:
         # Without vectors the margin is the item's full-text score against the query's others.
@@ -295,15 +302,18 @@ def _feature_columns(
             np.minimum(sim, stats.floor_sim),
             _optional([s.content_sim for s in signals], 0.0),
         )
+        context = _optional([s.context_sim for s in signals], 0.0)
         out += [
             ("sim", sim),
             ("content_sim", content),
+            ("context_sim", context),
             ("margin", (sim - stats.sim_mean) / stats.sim_std),
             ("gap", sim - np.maximum(stats.sim_max, sim)),
         ]
         for k in SIM_KNOTS:
             out += [(f"sim>{k}", np.maximum(0.0, sim - k))]
             out += [(f"content_sim>{k}", np.maximum(0.0, content - k))]
+            out += [(f"context_sim>{k}", np.maximum(0.0, context - k))]
         out += [
             ("vector_rr", np.array([1.0 / s.vrank if s.vrank else 0.0 for s in signals])),
         ]

@@ -449,11 +449,20 @@ def reembed(
             "reembed", _reembed_batch(embedder, batch_size, after, all_rows), admits="everyone"
         )
         if last is None:
+            yield from _reembed_events(embedder, batch_size, all_rows)
             return done
         after, count = last
         done += count
         if progress:
             progress(done, total)
+
+
+def _reembed_events(embedder: Embedder, batch_size: int, all_rows: bool) -> Plan[None]:
+    """The lessons' contexts and wordings (their events), after the memories: the same model."""
+    after: tuple[str, int] | None = None
+    while after != ("", -1):
+        op = vectors.reembed_events_batch(embedder, batch_size, after, all_rows=all_rows)
+        after = yield from in_transaction("reembed", op, admits="everyone")
 
 
 def _reembed_batch(

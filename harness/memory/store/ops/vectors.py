@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import EmbeddingModelMismatch, StoreError
+from harness.memory.domain.lessons import lesson_content
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store import sql
-from harness.memory.store.executors import Op
+from harness.memory.store.executors import Blocking, Op
 
 __all__ = [
     "META_DIM",
@@ -152,6 +153,33 @@ def store_embeddings(rows: Sequence[Any], pairs: Pairs) -> Op[None]:
             for r, v, cv in zip(rows, content_vecs, context_vecs, strict=True)
         ],
     )
+
+
+def reembed_events_batch(
+    embedder: Embedder, batch_size: int, after: tuple[str, int] | None, *, all_rows: bool
+) -> Op[tuple[str, int]]:
+    """Embed the next batch of lesson events' tasks and feedback; returns the last (tenant, id)
+    done, or ``("", -1)`` when none was left."""
+    rows = list((yield sql.events_to_embed(batch_size, after, all_rows=all_rows)).all())
+    if not rows:
+        return ("", -1)
+    tasks = [r.task if r.event in sql.CONTEXT_EVENTS else None for r in rows]
+    wordings = [
+        lesson_content(r.feedback) if r.event in sql.WORDING_EVENTS and r.feedback else None
+        for r in rows
+    ]
+    texts = [t for t in tasks + wordings if t is not None]
+    vecs = iter((yield Blocking(lambda: embedder.embed(texts))) if texts else [])
+    task_vecs = [next(vecs) if t is not None else None for t in tasks]
+    wording_vecs = [next(vecs) if w is not None else None for w in wordings]
+    yield (
+        sql.set_event_vectors(),
+        [
+            {"b_tenant": r.tenant, "b_id": r.id, "b_embedding": tv, "b_feedback_embedding": wv}
+            for r, tv, wv in zip(rows, task_vecs, wording_vecs, strict=True)
+        ],
+    )
+    return (rows[-1].tenant, rows[-1].id)
 
 
 def require_embedder(embedder: Embedder | None, lexical_reason: str | None) -> Embedder:

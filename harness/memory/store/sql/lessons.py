@@ -8,7 +8,22 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Delete, Insert, Select, and_, bindparam, delete, func, insert, select
+from sqlalchemy import (
+    BigInteger,
+    Delete,
+    Insert,
+    Select,
+    String,
+    Update,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy import tuple_ as sa_tuple
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 from harness.memory.domain.types import Kind, Scope, Status
@@ -16,14 +31,18 @@ from harness.memory.store.sql.columns import MEMORY_COLUMNS, m
 from harness.memory.store.sql.schema import lesson_events, memories
 
 __all__ = [
+    "CONTEXT_EVENTS",
     "OUTCOME_EVENTS",
+    "WORDING_EVENTS",
     "delete_events_in_scope",
     "delete_events_of",
     "delete_events_of_expired",
     "events_of",
+    "events_to_embed",
     "insert_events",
     "lesson_stats",
     "lessons_for_learning",
+    "set_event_vectors",
     "wordings_of",
 ]
 
@@ -69,6 +88,42 @@ def wordings_of(tenant: str, ids: Sequence[uuid.UUID]) -> Select[Any]:
             e.feedback_embedding.is_not(None),
         )
         .order_by(e.memory_id, e.id)
+    )
+
+
+#: Events whose task is a context (its vector recall matches) and whose feedback is a later
+#: wording of the lesson (its vector learning compares): a lesson's first teaching is its row.
+CONTEXT_EVENTS = ("missed", "misled")
+WORDING_EVENTS = ("missed", "repeated")
+
+
+def events_to_embed(batch: int, after: tuple[str, int] | None, *, all_rows: bool) -> Select[Any]:
+    """The next events (every tenant) whose vectors reembed writes, in (tenant, id) order
+    after ``after``: all that have a text to embed, or only those missing a vector."""
+    needs_task = and_(e.event.in_(CONTEXT_EVENTS), e.task.is_not(None))
+    needs_feedback = and_(e.event.in_(WORDING_EVENTS), e.feedback.is_not(None))
+    if not all_rows:
+        needs_task = and_(needs_task, e.embedding.is_(None))
+        needs_feedback = and_(needs_feedback, e.feedback_embedding.is_(None))
+    stmt = select(e.tenant, e.id, e.event, e.task, e.feedback).where(needs_task | needs_feedback)
+    if after is not None:
+        stmt = stmt.where(sa_tuple(e.tenant, e.id) > sa_tuple(*after))
+    return stmt.order_by(e.tenant, e.id).limit(batch)
+
+
+def set_event_vectors() -> Update:
+    """Write one event's vectors (executemany): ``b_tenant``, ``b_id``, ``b_embedding``,
+    ``b_feedback_embedding``."""
+    return (
+        update(lesson_events)
+        .where(
+            e.tenant == bindparam("b_tenant", type_=String),
+            e.id == bindparam("b_id", type_=BigInteger),
+        )
+        .values(
+            embedding=bindparam("b_embedding", type_=e.embedding.type),
+            feedback_embedding=bindparam("b_feedback_embedding", type_=e.feedback_embedding.type),
+        )
     )
 
 
