@@ -324,7 +324,13 @@ def _curve(rejections: Sequence[bool], window: int = 24) -> list[float]:
 
 
 def run_split(
-    split: str, emb: CachedEmbedder, *, smoke: bool, keyed: bool, learning: LearningConfig
+    split: str,
+    emb: CachedEmbedder,
+    *,
+    smoke: bool,
+    keyed: bool,
+    learning: LearningConfig,
+    stand_out: float | None = RankingConfig().stand_out,
 ) -> dict[str, Any]:
     stream = load_stream(split, smoke=smoke)
     emb.warm(
@@ -333,7 +339,10 @@ def run_split(
         + [t.conflict_feedback for t in stream.tasks if t.conflict_feedback],
         f"stream-{split}-{'smoke' if smoke else 'full'}",
     )
-    store = fresh_store(emb, f"bench_stream_{split}", recall=RecallConfig(learning=learning))
+    ranking = RankingConfig(stand_out=stand_out)
+    store = fresh_store(
+        emb, f"bench_stream_{split}", recall=RecallConfig(ranking=ranking, learning=learning)
+    )
     naive = reconnect(
         store,
         RecallConfig(ranking=RankingConfig(threshold=0.0), learning=learning),
@@ -451,6 +460,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     run_p.add_argument("--keyed", action="store_true", help="the judge names its checks")
     run_p.add_argument("--split", choices=("dev", "test", "both"), default="both")
     run_p.add_argument("--out", default=None)
+    run_p.add_argument(
+        "--stand-out", type=float, default=RankingConfig().stand_out, help="RankingConfig.stand_out"
+    )
     sub.add_parser("fit")
     args = parser.parse_args(argv)
     emb = CachedEmbedder.load()
@@ -462,7 +474,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         return report
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     report = {
-        split: run_split(split, emb, smoke=args.smoke, keyed=args.keyed, learning=LearningConfig())
+        split: run_split(
+            split,
+            emb,
+            smoke=args.smoke,
+            keyed=args.keyed,
+            learning=LearningConfig(),
+            stand_out=args.stand_out,
+        )
         for split in splits
     }
     for split in splits:

@@ -7,7 +7,10 @@ decision (who, why). A teaching or missed task is a **positive context** of the 
 misled task a **negative context**: those rows carry the task's vector, which recall matches a
 new task against; a teaching also keeps its feedback's vector, which a later feedback is
 compared with (one rule, one lesson, however it is worded). ``runs.recalled`` lists the memories a run's recall placed. A lesson an admin
-retires gets status ``retired`` (reversible). Row-level security as migration 0003 sets it.
+retires gets status ``retired`` (reversible). ``lesson_scores`` keeps, per lesson, the running
+mean and spread of its content's cosine to the tasks of its scope that later runs brought (a
+lesson's own scale: recall asks how far a task stands out for it). Row-level security as
+migration 0003 sets it.
 
 Revision ID: 0009
 Revises: 0008
@@ -91,6 +94,29 @@ def upgrade() -> None:
     op.execute(
         f"CREATE POLICY tenant_isolation ON {TABLE} USING ({ADMITTED}) WITH CHECK ({ADMITTED})"
     )
+    op.create_table(
+        "lesson_scores",
+        sa.Column("tenant", sa.String(200), nullable=False),
+        sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
+        sa.Column("n", sa.Integer, nullable=False),
+        sa.Column("mean", sa.Double, nullable=False),
+        sa.Column("m2", sa.Double, nullable=False),
+        sa.PrimaryKeyConstraint("tenant", "memory_id", name="pk_lesson_scores"),
+    )
+    for table in ("lesson_scores",):
+        op.execute(f"""
+            DO $$
+            BEGIN
+                IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+                    GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {APP_ROLE};
+                END IF;
+            END $$
+        """)
+        op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+        op.execute(
+            f"CREATE POLICY tenant_isolation ON {table} USING ({ADMITTED}) WITH CHECK ({ADMITTED})"
+        )
     op.add_column("runs", sa.Column("recalled", ARRAY(UUID(as_uuid=True))))
     op.drop_constraint("ck_memories_status", "memories", type_="check")
     op.create_check_constraint("ck_memories_status", "memories", f"status IN ({STATUSES})")
@@ -101,4 +127,5 @@ def downgrade() -> None:
     op.drop_constraint("ck_memories_status", "memories", type_="check")
     op.create_check_constraint("ck_memories_status", "memories", f"status IN ({OLD_STATUSES})")
     op.drop_column("runs", "recalled")
+    op.drop_table("lesson_scores")
     op.drop_table(TABLE)

@@ -21,6 +21,7 @@ TABLES = {
     "ingest_requests",
     "mcp_memos",
     "lesson_events",
+    "lesson_scores",
 }
 
 

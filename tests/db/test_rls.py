@@ -59,6 +59,15 @@ def seed(store: MemoryStore, tenant: str) -> None:
             ],
         }
     )
+    store.learn(  # a later run of the user: the lesson's scale (lesson_scores)
+        {
+            "tenant": tenant,
+            "user_id": "alice",
+            "run_id": f"run2-{tenant}",
+            "task": "Plan the team offsite",
+            "verdicts": [{"accepted": True, "id": "v2"}],
+        }
+    )
     with as_tenant(store, tenant) as conn:  # an MCP RecallSet memo
         conn.execute(insert_memo(Caller(tenant, "alice"), "0" * 64, "{}", 0.0))
 

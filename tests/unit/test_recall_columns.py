@@ -11,7 +11,7 @@ from harness.memory.store.sql import relevance_scores
 ORDER = [
     "id", "scope", "kind", "fingerprint", "sim", "content_sim", "context_sim", "negative_sim",
     "vrank", "lex", "coverage", "idf_coverage", "max_idf", "lrank",
-    "clear", "repeated", "misled", "taught", "last_seen",
+    "clear", "repeated", "misled", "taught", "last_seen", "scale_n", "scale_mean", "scale_m2",
 ]  # fmt: skip
 
 

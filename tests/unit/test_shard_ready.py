@@ -47,6 +47,7 @@ TENANT_TABLES = {
     "ingest_requests",
     "mcp_memos",
     "lesson_events",
+    "lesson_scores",
 }
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -93,6 +94,12 @@ ROUTED: dict[str, Callable[[], Any]] = {
         "t", Scope.USER, "u"
     ),
     "lessons.delete_events_of_expired": lambda: lessons_sql.delete_events_of_expired("t", NOW),
+    "lessons.add_scores": lessons_sql.add_scores,
+    "lessons.delete_scores_of": lambda: lessons_sql.delete_scores_of("t", ID),
+    "lessons.delete_scores_in_scope": lambda: lessons_sql.delete_scores_in_scope(
+        "t", Scope.USER, "u"
+    ),
+    "lessons.delete_scores_of_expired": lambda: lessons_sql.delete_scores_of_expired("t", NOW),
     "recall.pool_probe": lambda: recall_sql.pool_probe(has_workflow=True, has_session=True),
     "recall.recall_rows": lambda: recall_sql.recall_rows(has_workflow=True, has_session=True),
     **{

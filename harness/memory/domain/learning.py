@@ -54,6 +54,7 @@ __all__ = [
     "misled_as_text",
     "misled_here",
     "retirement_reason",
+    "stand_out",
     "standing",
 ]
 
@@ -163,12 +164,15 @@ class LearningConfig:
     ``python -m bench.stream fit`` (see BENCHMARKS.md); ``fade_after_days``: a lesson no run
     placed or taught for that long loses ``ln 2`` of log-odds per such period, and is proposed
     for retirement; ``retire_after_misled``: proposed once it misled that often more than it
-    was clear."""
+    was clear; ``min_tasks`` and ``min_spread``: how many of its scope's tasks a lesson must
+    have been compared with before :func:`stand_out` answers, and the least spread assumed."""
 
     restate_cosine: float = 0.63
     misled_cosine: float = 0.56
     fade_after_days: float = 180.0
     retire_after_misled: int = 2
+    min_tasks: int = 5
+    min_spread: float = 0.03
 
 
 @dataclass(frozen=True)
@@ -400,6 +404,24 @@ def standing(record: LessonRecord, now: datetime, config: LearningConfig) -> flo
         if idle >= 1:
             value -= math.log(2) * math.floor(idle)
     return value
+
+
+def stand_out(
+    sim: float | None,
+    n: int | None,
+    mean: float | None,
+    m2: float | None,
+    config: LearningConfig,
+) -> float | None:
+    """How far ``sim`` (this task's cosine to a lesson's content) stands above the lesson's
+    mean cosine to its scope's earlier tasks, in standard deviations (at least
+    :attr:`LearningConfig.min_spread`); None before :attr:`LearningConfig.min_tasks` tasks.
+    Each lesson has its own scale: a cosine of 0.25 is nothing for one and a clear match for
+    another."""
+    if sim is None or n is None or mean is None or m2 is None or n < config.min_tasks:
+        return None
+    spread = max(math.sqrt(m2 / max(n - 1, 1)), config.min_spread)
+    return (sim - mean) / spread
 
 
 def misled_here(

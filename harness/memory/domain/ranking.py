@@ -61,6 +61,15 @@ class Scored:
     negative_sim: float | None = None
     #: The log-odds a lesson's record of later runs adds (:func:`learning.standing`).
     standing: float = 0.0
+    #: How many standard deviations this query's cosine to a lesson's content stands above
+    #: that lesson's cosine to its scope's earlier tasks (:func:`learning.stand_out`); None
+    #: until enough tasks were seen.
+    stand_out: float | None = None
+
+    def stands_out(self, bar: float | None) -> bool:
+        """True when this lesson's match to the query stands out by ``bar`` deviations
+        against its matches to its scope's earlier tasks (never for a ``bar`` of None)."""
+        return bar is not None and self.stand_out is not None and self.stand_out >= bar
 
     @property
     def misled_here(self) -> bool:
@@ -118,6 +127,9 @@ class RankingConfig:
     #: How many candidates, best fused first, the judge reads; the rest are dropped unjudged
     #: (it bounds recall's Python work; the retrievers return at most 2 x ``depth``).
     judge_depth: int = 200
+    #: A lesson also passes when its match stands out this many deviations against its own
+    #: matches to its scope's earlier tasks (None: never); fitted by ``bench.stream fit``.
+    stand_out: float | None = 1.75
 
     def judge_mode(self, *, lexical_only: bool) -> Literal["hybrid", "lexical"]:
         """Which fitted model judges: "hybrid" when vectors rank, else "lexical"."""
@@ -234,7 +246,9 @@ def fuse(
     kept: list[Ranked] = []
     dropped: list[Ranked] = []
     for r in judged:
-        passes = r.probability >= bar and not r.scored.misled_here
+        passes = (
+            r.probability >= bar or r.scored.stands_out(cfg.stand_out)
+        ) and not r.scored.misled_here
         if len(kept) < limit and (not cfg.use_floor or passes):
             kept.append(r)
         else:

@@ -23,6 +23,7 @@ from harness.memory.domain.learning import (
     LessonReport,
     RetirementProposal,
     classify,
+    cosine,
     lesson_memory_key,
     retirement_reason,
 )
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_TEACHINGS = frozenset({"taught", "missed", "repeated"})
 
 
 def learn(store: StoreBase, report: LessonReport | Mapping[str, Any]) -> Plan[Learned]:
@@ -145,7 +148,13 @@ def _learn_op(
     yield sql.lock_names([f"{tenant}\x1f{scope.value}\x1f{scope_id}\x1flessons"])
     placed = set(rep.placed)
     rows = (
-        (yield sql.lessons_for_learning(tenant, scope, scope_id, sorted(placed))).mappings().all()
+        (
+            yield sql.lessons_for_learning(
+                tenant, scope, scope_id, sorted(placed), rep.user_id if rep.workflow_id else None
+            )
+        )
+        .mappings()
+        .all()
     )
     wordings: dict[uuid.UUID, list[list[float]]] = {}
     if rows and vectors is not None:
@@ -231,6 +240,16 @@ def _learn_op(
         outcomes.append((lesson_id, action.outcome.value, action.why))
     if events:
         yield sql.insert_events(), events
+    # Each lesson of the caller's scopes learns its own scale: how similar it is to a task of
+    # theirs that did not need it (the tasks that taught it are left out).
+    needed = {a for a, outcome, _ in outcomes if outcome in _TEACHINGS}
+    scores = [
+        {"tenant": tenant, "memory_id": k.id, "n": 1, "mean": sim, "m2": 0.0}
+        for k in known
+        if k.id not in needed and (sim := cosine(task_vector, k.vector)) is not None
+    ]
+    if scores:
+        yield sql.add_scores(), scores
     return Learned(written=tuple(written), outcomes=tuple(outcomes), ignored_misled=ignored)
 
 

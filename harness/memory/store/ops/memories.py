@@ -330,6 +330,7 @@ def forget(tenant: str, memory_id: uuid.UUID) -> Op[bool]:
     for stmt in sql.unlink(tenant, memory_id):
         _ = yield stmt  # one round trip each (a list cannot be delegated to)
     yield sql.delete_events_of(tenant, memory_id)  # a lesson's contexts hold task text
+    yield sql.delete_scores_of(tenant, memory_id)
     yield sql.delete_by_id(tenant, memory_id)
     return True
 
@@ -338,6 +339,7 @@ def delete_scope(tenant: str, scope: Scope, scope_key: str) -> Op[int]:
     """Delete every memory of one (tenant, scope, scope_id) and its lessons' events; returns
     the count of memories."""
     yield sql.delete_events_in_scope(tenant, scope, scope_key)
+    yield sql.delete_scores_in_scope(tenant, scope, scope_key)
     return int((yield sql.delete_scope(tenant, scope, scope_key)).rowcount)
 
 
@@ -355,6 +357,7 @@ def purge_expired(at: datetime) -> Op[int]:
     tenants = (yield sql.tenants_with_expired(at)).scalars().all()
     for tenant in tenants:
         yield sql.delete_events_of_expired(tenant, at)
+        yield sql.delete_scores_of_expired(tenant, at)
         total += int((yield sql.purge_expired(tenant, at)).rowcount)
     return total
 

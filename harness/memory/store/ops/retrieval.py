@@ -14,7 +14,7 @@ from typing import Any, Literal
 from sqlalchemy import exc as sa_exc
 
 from harness.errors import IncompleteRecall, InvalidInput, StoreError, StoreUnavailable
-from harness.memory.domain.learning import LessonRecord, standing
+from harness.memory.domain.learning import LessonRecord, stand_out, standing
 from harness.memory.domain.ranking import (
     UNJUDGED,
     Ranked,
@@ -248,11 +248,12 @@ class Retriever:
                     if last_seen is not None
                     else 0.0
                 ),
+                stand_out=stand_out(content_sim, scale_n, scale_mean, scale_m2, learning),
             )
             for (
                 id_, scope, kind, fp, sim, content_sim, context_sim, negative_sim, vrank,
                 lex, coverage, idf_coverage, max_idf, lrank, clear, repeated, misled, taught,
-                last_seen,
+                last_seen, scale_n, scale_mean, scale_m2,
             ) in (yield (stmt, bind))
         ]  # fmt: skip
 

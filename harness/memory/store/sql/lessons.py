@@ -25,18 +25,23 @@ from sqlalchemy import (
 )
 from sqlalchemy import tuple_ as sa_tuple
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from harness.memory.domain.types import Kind, Scope, Status
 from harness.memory.store.sql.columns import MEMORY_COLUMNS, m
-from harness.memory.store.sql.schema import lesson_events, memories
+from harness.memory.store.sql.schema import lesson_events, lesson_scores, memories
 
 __all__ = [
     "CONTEXT_EVENTS",
     "OUTCOME_EVENTS",
     "WORDING_EVENTS",
+    "add_scores",
     "delete_events_in_scope",
     "delete_events_of",
     "delete_events_of_expired",
+    "delete_scores_in_scope",
+    "delete_scores_of",
+    "delete_scores_of_expired",
     "events_of",
     "events_to_embed",
     "insert_events",
@@ -59,11 +64,18 @@ def insert_events() -> Insert:
 
 
 def lessons_for_learning(
-    tenant: str, scope: Scope, scope_id: str, ids: Sequence[uuid.UUID]
+    tenant: str,
+    scope: Scope,
+    scope_id: str,
+    ids: Sequence[uuid.UUID],
+    user_id: str | None = None,
 ) -> Select[Any]:
-    """Active lessons a run's feedback may restate: those of its lesson scope, and those among
-    ``ids`` (what its recall placed, of any scope), with their content vectors."""
+    """Active lessons a run's feedback may restate: those of its lesson scope (and of
+    ``user_id``'s user scope), and those among ``ids`` (what its recall placed, of any scope),
+    with their content vectors."""
     in_scope = and_(m.scope == scope.value, m.scope_id == scope_id)
+    if user_id is not None:
+        in_scope = in_scope | and_(m.scope == Scope.USER.value, m.scope_id == user_id)
     placed = m.id == func.any(bindparam("placed", list(ids), type_=ARRAY(UUID(as_uuid=True))))
     return (
         select(*MEMORY_COLUMNS, m.embedding)
@@ -162,6 +174,35 @@ def lesson_stats(tenant: str) -> Select[Any]:
         .where(m.tenant == tenant, m.kind == Kind.LESSON.value, m.status == Status.ACTIVE.value)
         .order_by(m.created_at, m.id)
     )
+
+
+def add_scores() -> Insert:
+    """Fold one cosine ``x`` (given as ``mean``, with ``n`` = 1, ``m2`` = 0) into a lesson's
+    running mean and spread (Welford's update; executemany)."""
+    stmt = pg_insert(lesson_scores)
+    old, x = lesson_scores.c, stmt.excluded.mean
+    new_mean = old.mean + (x - old.mean) / (old.n + 1)
+    return stmt.on_conflict_do_update(
+        index_elements=[old.tenant, old.memory_id],
+        set_={"n": old.n + 1, "mean": new_mean, "m2": old.m2 + (x - old.mean) * (x - new_mean)},
+    )
+
+
+def delete_scores_of(tenant: str, memory_id: uuid.UUID) -> Delete:
+    sc = lesson_scores.c
+    return delete(lesson_scores).where(sc.tenant == tenant, sc.memory_id == memory_id)
+
+
+def delete_scores_in_scope(tenant: str, scope: Scope, scope_id: str) -> Delete:
+    ids = select(m.id).where(m.tenant == tenant, m.scope == scope.value, m.scope_id == scope_id)
+    sc = lesson_scores.c
+    return delete(lesson_scores).where(sc.tenant == tenant, sc.memory_id.in_(ids))
+
+
+def delete_scores_of_expired(tenant: str, now: datetime) -> Delete:
+    ids = select(m.id).where(m.tenant == tenant, m.expires_at <= now)
+    sc = lesson_scores.c
+    return delete(lesson_scores).where(sc.tenant == tenant, sc.memory_id.in_(ids))
 
 
 def delete_events_of(tenant: str, memory_id: uuid.UUID) -> Delete:

@@ -33,7 +33,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID, aggregate_order_by
 
 from harness.memory.domain.types import Kind, Scope, Status
 from harness.memory.store.sql.columns import MEMORY_COLUMNS, m
-from harness.memory.store.sql.schema import lesson_events, memories
+from harness.memory.store.sql.schema import lesson_events, lesson_scores, memories
 
 __all__ = [
     "ALWAYS_KINDS",
@@ -182,7 +182,8 @@ def relevance_scores(
 
     Returns rows (id, scope, kind, fingerprint, sim, content_sim, context_sim, negative_sim,
     vrank, lex, coverage, idf_coverage, max_idf, lrank, and the lesson's outcome counts
-    :data:`OUTCOME_COLUMNS` with its ``last_seen``). A lesson's context similarity is its best
+    :data:`OUTCOME_COLUMNS` with its ``last_seen``, and its scale: ``scale_n``, ``scale_mean``,
+    ``scale_m2``). A lesson's context similarity is its best
     over the memory's own context and its positive events; ``negative_sim`` its best over its
     negative (misled) contexts. The full-text query ORs the query's
     lexemes (minus stop words): ``websearch_to_tsquery`` would AND them and lose paraphrases.
@@ -309,6 +310,7 @@ def relevance_scores(
     fts = _idf_lexical_ranks(qt, source, n_docs, depth)
     if vec is None:
         outcomes = _outcome_counts(fts.c.id, fts.c.kind)
+        scale = _lesson_scale(fts.c.id, fts.c.kind)
         return select(
             fts.c.id,
             fts.c.scope,
@@ -321,10 +323,14 @@ def relevance_scores(
             literal_column("NULL::bigint").label("vrank"),
             *_lexical_columns(fts),
             *_outcome_columns(outcomes),
-        ).select_from(fts.outerjoin(outcomes, literal_column("true")))
+            *scale.c,
+        ).select_from(
+            fts.outerjoin(outcomes, literal_column("true")).outerjoin(scale, literal_column("true"))
+        )
     the_id = func.coalesce(vec.c.id, fts.c.id)
     the_kind = func.coalesce(vec.c.kind, fts.c.kind)
     outcomes = _outcome_counts(the_id, the_kind)
+    scale = _lesson_scale(the_id, the_kind)
     return select(
         the_id.label("id"),
         func.coalesce(vec.c.scope, fts.c.scope).label("scope"),
@@ -337,8 +343,11 @@ def relevance_scores(
         vec.c.vrank,
         *_lexical_columns(fts),
         *_outcome_columns(outcomes),
+        *scale.c,
     ).select_from(
-        vec.join(fts, vec.c.id == fts.c.id, full=True).outerjoin(outcomes, literal_column("true"))
+        vec.join(fts, vec.c.id == fts.c.id, full=True)
+        .outerjoin(outcomes, literal_column("true"))
+        .outerjoin(scale, literal_column("true"))
     )
 
 
@@ -362,6 +371,22 @@ def _outcome_counts(memory_id: Any, kind: Any) -> Any:
         )
         .correlate_except(lesson_events)
         .lateral("outcomes")
+    )
+
+
+def _lesson_scale(memory_id: Any, kind: Any) -> Any:
+    """A lesson's running statistics of its content's cosine to its scope's tasks (a lateral
+    subquery; nothing is read for other kinds)."""
+    sc = lesson_scores.c
+    return (
+        select(sc.n.label("scale_n"), sc.mean.label("scale_mean"), sc.m2.label("scale_m2"))
+        .where(
+            sc.tenant == bindparam("r_tenant", type_=String),
+            sc.memory_id == memory_id,
+            kind == Kind.LESSON.value,
+        )
+        .correlate_except(lesson_scores)
+        .lateral("scale")
     )
 
 

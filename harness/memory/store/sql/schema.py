@@ -41,6 +41,7 @@ __all__ = [
     "cleanup_tasks",
     "ingest_requests",
     "lesson_events",
+    "lesson_scores",
     "mcp_memos",
     "memories",
     "metadata",
@@ -268,6 +269,19 @@ mcp_memos = Table(
     # The per-tenant sweep of memos abandoned long ago.
     Index("ix_mcp_memos_tenant_last_used", "tenant", "last_used"),
     prefixes=["UNLOGGED"],
+)
+
+#: Per lesson, the running mean and sum of squared deviations (Welford) of its content's cosine
+#: to the tasks of its scope's runs (migration 0009): how similar that lesson is to any task.
+lesson_scores = Table(
+    "lesson_scores",
+    metadata,
+    Column("tenant", String(200), nullable=False),
+    Column("memory_id", UUID(as_uuid=True), nullable=False),
+    PrimaryKeyConstraint("tenant", "memory_id"),
+    Column("n", Integer, nullable=False),
+    Column("mean", Double, nullable=False),
+    Column("m2", Double, nullable=False),
 )
 
 store_meta = Table(

@@ -36,6 +36,7 @@ RLS_TABLES = (
     "ingest_requests",
     "mcp_memos",
     "lesson_events",
+    "lesson_scores",
 )
 
 
