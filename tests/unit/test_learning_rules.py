@@ -207,3 +207,15 @@ def test_a_verdict_key_outside_the_key_rules_is_refused() -> None:
             Judged(accepted=False, id="v", key=bad)
         assert caught.value.fields[0].startswith("key")
     assert Judged(accepted=False, id="v", key="ops.summary-length").key == "ops.summary-length"
+
+
+def test_a_does_not_apply_feedback_naming_misled_lessons_teaches_no_new_lesson() -> None:
+    named = FeedbackSeen("v1", "Headings do not apply to a tweet.", None, "f", [0.0, 1.0], True)
+    got = classify(
+        feedback=[named],
+        lessons=[lesson(A, [1.0, 0.0], placed=True)],
+        misled_ids=[A],
+        accepted=False,
+        config=CONFIG,
+    )
+    assert [(a.outcome, a.lesson_id) for a in got] == [(Outcome.MISLED, A)]

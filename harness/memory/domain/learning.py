@@ -198,13 +198,16 @@ class KnownLesson:
 
 @dataclass(frozen=True)
 class FeedbackSeen:
-    """One concrete rejection feedback of the run: its verdict, key, fingerprint and vector."""
+    """One concrete rejection feedback of the run: its verdict, key, fingerprint and vector;
+    ``names_misled``: its verdict named placed lessons in ``Verdict.misled`` (a "does not
+    apply" feedback is then about them, not a rule of its own)."""
 
     verdict_id: str
     text: str
     key: str | None
     fingerprint: str
     vector: Sequence[float] | None
+    names_misled: bool = False
 
 
 @dataclass(frozen=True)
@@ -296,6 +299,8 @@ def classify(
     created: list[FeedbackSeen] = []
     for i, fb in enumerate(feedback):
         if DOES_NOT_APPLY.search(fb.text):
+            if fb.names_misled:
+                continue  # about the lessons its verdict named (recorded above)
             target = _misled_target(fb, list(placed.values()), config)
             if target is not None:
                 if target.id not in touched:

@@ -183,6 +183,7 @@ def _learn_op(
             key=cand.key if rep.verdicts[i].key is not None else None,
             fingerprint=fingerprint(cand.content),
             vector=vectors[1 + n] if vectors else None,
+            names_misled=any(_as_id(raw) in misled_ids for raw in rep.verdicts[i].misled),
         )
         for n, (i, cand) in enumerate(cands)
     ]
@@ -253,6 +254,13 @@ def _learn_op(
     return Learned(written=tuple(written), outcomes=tuple(outcomes), ignored_misled=ignored)
 
 
+def _as_id(raw: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(raw))
+    except ValueError:
+        return None
+
+
 def _misled_ids(
     rep: LessonReport, placed_lessons: set[uuid.UUID]
 ) -> tuple[list[uuid.UUID], tuple[str, ...]]:
@@ -262,10 +270,7 @@ def _misled_ids(
     ignored: list[str] = []
     for verdict in rep.verdicts:
         for raw in verdict.misled:
-            try:
-                mid = uuid.UUID(str(raw))
-            except ValueError:
-                mid = None
+            mid = _as_id(raw)
             if mid is not None and mid in placed_lessons:
                 if mid not in out:
                     out.append(mid)

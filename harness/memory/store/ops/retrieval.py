@@ -401,4 +401,6 @@ def _signals(r: Ranked) -> str:
         out += f" misled_context={s.negative_sim:.3f}"
     if s.standing:
         out += f" standing={s.standing:+.2f}"
+    if s.stand_out is not None:
+        out += f" stands_out={s.stand_out:.2f}"
     return out
