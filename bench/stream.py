@@ -2,7 +2,8 @@
 and a judge with hidden rules.
 
     python -m bench.stream run              # dev and test streams, every policy -> stream.json/png
-    python -m bench.stream run --smoke      # a short dev stream (the tests run it too)
+    python -m bench.stream run --smoke      # a short dev stream (the tests run it too), into
+                                            # the ignored bench/.work/smoke/
     python -m bench.stream fit              # fit learning's cosine thresholds on dev
 
 The stream (``bench/data/stream.json``, hand-written, split dev/test by rule): hidden rules at
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from bench.common import RESULTS, CachedEmbedder, all_tenants, fresh_store, reconnect
+from bench.common import RESULTS, WORK, CachedEmbedder, all_tenants, fresh_store, reconnect
 from harness.memory import MemoryStore, RecallConfig
 from harness.memory.domain.learning import LearningConfig
 from harness.memory.domain.ranking import RankingConfig
@@ -489,8 +490,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for policy in POLICIES:
             row = {k: v for k, v in report[split][policy].items() if k != "curve"}
             print(f"  {policy:12} {json.dumps(row)}")
+    # A smoke run never rewrites the tracked results (bench/.work is git-ignored).
+    folder = WORK / "smoke" if args.smoke else RESULTS
     name = args.out or ("stream-smoke.json" if args.smoke else "stream.json")
-    out = Path(name) if "/" in name else RESULTS / name
+    out = Path(name) if "/" in name else folder / name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if not args.smoke:
