@@ -25,7 +25,6 @@ from harness.errors import HarnessError, MemoryRejected
 from harness.memory import AsyncMemoryStore, MemoryStore
 from harness.memory.domain.caller import Caller
 from harness.memory.domain.learning import Judged, Learned, LessonReport
-from harness.memory.domain.lessons import lessons_from_verdicts
 from harness.memory.domain.types import Memory, MemoryCandidate
 from harness.run.extract import ExtractionContext, Extractor
 from harness.run.types import Verdict
@@ -39,7 +38,6 @@ __all__ = [
     "aremember",
     "chain",
     "learn",
-    "lessons",
     "remember",
     "teach",
     "write_all",
@@ -95,21 +93,6 @@ class Remembered:
 #: The writing after a verdict: yields :class:`Learn`, :class:`Extract` and :class:`Write`,
 #: returns what it did.
 Teaching = Generator[Learn | Extract | Write, Any, Remembered]
-
-
-def lessons(
-    verdicts: Sequence[Verdict], *, caller: Caller, task_input: str, run_id: str
-) -> list[MemoryCandidate]:
-    """One lesson per distinct concrete feedback of a rejecting verdict, for ``caller``'s
-    workflow (or user); an acceptance or a generic complaint teaches nothing. Pure."""
-    return lessons_from_verdicts(
-        verdicts,
-        tenant=caller.tenant,
-        user_id=caller.user_id,
-        workflow_id=caller.workflow_id,
-        task_input=task_input,
-        run_id=run_id,
-    )
 
 
 def learn(

@@ -219,3 +219,18 @@ def test_a_does_not_apply_feedback_naming_misled_lessons_teaches_no_new_lesson()
         config=CONFIG,
     )
     assert [(a.outcome, a.lesson_id) for a in got] == [(Outcome.MISLED, A)]
+
+
+def test_a_verdict_naming_its_check_keys_its_lesson_and_repeats_teach_once() -> None:
+    from harness.memory.domain.lessons import lessons_from_verdicts
+
+    verdicts = [
+        Judged(accepted=False, id="v1", feedback="Ops summaries are three lines at most.", key="k"),
+        Judged(accepted=False, id="v2", feedback="Ops summaries are three lines at most. "),
+        Judged(accepted=False, id="v3", feedback="error"),
+        Judged(accepted=True, id="v4"),
+    ]
+    got = lessons_from_verdicts(
+        verdicts, tenant="t", user_id="u", workflow_id=None, task_input="task", run_id="r"
+    )
+    assert [(i, c.key, c.source.verdict_id) for i, c in got] == [(0, "lesson.k", "v1")]

@@ -50,7 +50,6 @@ __all__ = [
     "check_verdict_key",
     "classify",
     "cosine",
-    "lesson_memory_key",
     "misled_as_text",
     "misled_here",
     "retirement_reason",
@@ -79,12 +78,6 @@ def misled_as_text(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in value)
     return value
-
-
-def lesson_memory_key(verdict_key: str) -> str:
-    """The memory key of the lesson a judge's check teaches (repeated failures of one check
-    update one lesson)."""
-    return f"lesson.{verdict_key}"
 
 
 class Judged(FrozenModel):

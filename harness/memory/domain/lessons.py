@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Protocol
 
 from harness.fingerprint import fingerprint, normalize
@@ -95,7 +95,8 @@ def lesson_candidate(
 
 
 class JudgedAttempt(Protocol):
-    """What a lesson needs of a judge's verdict (``harness.run.types.Verdict`` has it)."""
+    """What a lesson needs of a judge's verdict (``harness.run.types.Verdict`` and
+    ``harness.memory.domain.learning.Judged`` have it)."""
 
     @property
     def accepted(self) -> bool: ...
@@ -103,22 +104,25 @@ class JudgedAttempt(Protocol):
     def feedback(self) -> str | None: ...
     @property
     def id(self) -> str: ...
+    @property
+    def key(self) -> str | None: ...
 
 
 def lessons_from_verdicts(
-    verdicts: Iterable[JudgedAttempt],
+    verdicts: Sequence[JudgedAttempt],
     *,
     tenant: str,
     user_id: str,
     workflow_id: str | None,
     task_input: str,
     run_id: str,
-) -> list[MemoryCandidate]:
+) -> list[tuple[int, MemoryCandidate]]:
     """One lesson per distinct concrete feedback of a rejecting verdict (SPEC section 6), in
-    verdict order; acceptances and generic complaints teach nothing."""
-    lessons: list[MemoryCandidate] = []
+    verdict order, each with its verdict's index; acceptances and generic complaints teach
+    nothing. A verdict naming its check (``key``) gives the lesson the key ``lesson.<key>``."""
+    lessons: list[tuple[int, MemoryCandidate]] = []
     seen: set[str] = set()
-    for verdict in verdicts:
+    for index, verdict in enumerate(verdicts):
         feedback = verdict.feedback
         if verdict.accepted or feedback is None or not is_concrete_feedback(feedback):
             continue
@@ -126,15 +130,16 @@ def lessons_from_verdicts(
         if fp in seen:
             continue
         seen.add(fp)
-        lessons.append(
-            lesson_candidate(
-                tenant=tenant,
-                user_id=user_id,
-                workflow_id=workflow_id,
-                feedback=feedback,
-                task_input=task_input,
-                run_id=run_id,
-                verdict_id=verdict.id,
-            )
+        cand = lesson_candidate(
+            tenant=tenant,
+            user_id=user_id,
+            workflow_id=workflow_id,
+            feedback=feedback,
+            task_input=task_input,
+            run_id=run_id,
+            verdict_id=verdict.id,
         )
+        if verdict.key is not None:
+            cand = cand.model_copy(update={"key": f"lesson.{verdict.key}"})
+        lessons.append((index, cand))
     return lessons

@@ -24,10 +24,9 @@ from harness.memory.domain.learning import (
     RetirementProposal,
     classify,
     cosine,
-    lesson_memory_key,
     retirement_reason,
 )
-from harness.memory.domain.lessons import is_concrete_feedback, lesson_candidate
+from harness.memory.domain.lessons import lessons_from_verdicts
 from harness.memory.domain.types import Kind, Memory, MemoryCandidate, Scope, Status
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store import sql
@@ -83,30 +82,17 @@ def _guarded_lessons(
     (with its verdict's index), and the guard's refusals (reported, never raised)."""
     out: list[tuple[int, MemoryCandidate]] = []
     rejected: list[tuple[MemoryCandidate, str]] = []
-    seen: set[str] = set()
-    for i, verdict in enumerate(rep.verdicts):
-        feedback = verdict.feedback
-        if verdict.accepted or feedback is None or not is_concrete_feedback(feedback):
-            continue
-        cand = lesson_candidate(
-            tenant=rep.tenant,
-            user_id=rep.user_id,
-            workflow_id=rep.workflow_id,
-            feedback=feedback,
-            task_input=rep.task,
-            run_id=rep.run_id,
-            verdict_id=verdict.id,
-        )
-        if verdict.key is not None:
-            cand = cand.model_copy(update={"key": lesson_memory_key(verdict.key)})
-        fp = fingerprint(cand.content)
-        if fp in seen:
-            continue
-        seen.add(fp)
+    for index, cand in lessons_from_verdicts(
+        rep.verdicts,
+        tenant=rep.tenant,
+        user_id=rep.user_id,
+        workflow_id=rep.workflow_id,
+        task_input=rep.task,
+        run_id=rep.run_id,
+    ):
         try:
-            out.append(
-                (i, validate_candidates([cand], store.settings, store.guard, single=True)[0])
-            )
+            guarded = validate_candidates([cand], store.settings, store.guard, single=True)
+            out.append((index, guarded[0]))
         except MemoryRejected as exc:
             log.warning("lesson refused by the guard: %s", exc)
             rejected.append((cand, exc.reason))
