@@ -7,6 +7,9 @@
                                             # bench/results/judge.json, bench/results/judge.png
     python -m bench.judge_fit --report-only # evaluate the shipped parameters, write nothing
                                             # to the package
+    python -m bench.judge_fit --keep lexical # refit the hybrid model only (as shipped since
+                                            # issue 30: a lexical refit abstained on plain
+                                            # single matches)
 
 The model is a logistic regression over the features of :mod:`harness.memory.domain.relevance`, fitted by
 L-BFGS-B with every evidence weight bounded to be non-negative (so the judge is monotone), a
@@ -346,7 +349,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def run(signals: str, report_only: bool) -> dict[str, Any]:
+def run(signals: str, report_only: bool, keep: Sequence[str] = ()) -> dict[str, Any]:
     sets = load(signals)
     queries = [q for qs in sets.values() for q in qs]
     dev = [q for q in queries if q.split == "dev"]
@@ -356,7 +359,11 @@ def run(signals: str, report_only: bool) -> dict[str, Any]:
         model = default_judge()
     else:
         fitted: dict[str, JudgeParams] = {}
+        shipped = default_judge()
         for mode in ("hybrid", "lexical"):
+            if mode in keep:
+                fitted[mode] = shipped.params(mode)  # type: ignore[arg-type]
+                continue
             x, y, w = design(dev, mode)  # type: ignore[arg-type]
             intercept, weights = fit(x, y, w, feature_names(mode))  # type: ignore[arg-type]
             # Negatives were weighed up to shape the decision; recalibrate the scale on the
@@ -371,6 +378,9 @@ def run(signals: str, report_only: bool) -> dict[str, Any]:
         model = JudgeModel(fitted["hybrid"], fitted["lexical"])
         thresholds = {}
         for mode in ("hybrid", "lexical"):
+            if mode in keep:
+                thresholds[mode] = fitted[mode].threshold
+                continue
             t, _ = choose_threshold(dev, mode, model)  # type: ignore[arg-type]
             thresholds[mode] = t
         model = JudgeModel(
@@ -420,5 +430,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--signals", default="signals.pkl")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        choices=("hybrid", "lexical"),
+        help="keep the shipped parameters of this mode (refit the other)",
+    )
     args = parser.parse_args()
-    run(args.signals, args.report_only)
+    run(args.signals, args.report_only, args.keep)
