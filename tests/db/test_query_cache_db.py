@@ -28,7 +28,10 @@ def test_store_embeds_a_repeated_query_once_with_the_same_answer(
 
     embedder.embed = counting  # type: ignore[method-assign]
     try:
-        request = RecallRequest(tenant=tenant, user_id="alice", query="which cluster")
+        # The cache is under test, not relevance: every candidate passes.
+        request = RecallRequest(
+            tenant=tenant, user_id="alice", query="which cluster", relevance_threshold=0.0
+        )
         first, second = store.recall(request), store.recall(request)
     finally:
         embedder.embed = original  # type: ignore[method-assign]

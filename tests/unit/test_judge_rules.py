@@ -94,6 +94,13 @@ def test_hybrid_features_of_a_candidate_with_every_signal() -> None:
             (f"content_sim>{k}" for k in SIM_KNOTS), (0.35, 0.25, 0.15, 0.05, 0.0, 0.0), strict=True
         )
     )
+    context_hinges = dict(
+        zip(
+            (f"context_sim>{k}" for k in SIM_KNOTS),
+            (0.45, 0.35, 0.25, 0.15, 0.05, 0.0),
+            strict=True,
+        )
+    )
     expected = {
         **LEXICAL_PART,
         "sim": 0.65,
@@ -102,6 +109,8 @@ def test_hybrid_features_of_a_candidate_with_every_signal() -> None:
         "gap": -0.05,
         **sim_hinges,
         **content_hinges,
+        "context_sim": 0.65,
+        **context_hinges,
         "vector_rr": 0.5,
     }
     got = features(FULL, STATS, "hybrid")

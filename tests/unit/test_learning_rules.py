@@ -234,3 +234,14 @@ def test_a_verdict_naming_its_check_keys_its_lesson_and_repeats_teach_once() -> 
         verdicts, tenant="t", user_id="u", workflow_id=None, task_input="task", run_id="r"
     )
     assert [(i, c.key, c.source.verdict_id) for i, c in got] == [(0, "lesson.k", "v1")]
+
+
+def test_a_lesson_passes_for_the_same_task_again_but_never_when_misled_here() -> None:
+    cfg = RankingConfig(threshold=0.99)
+    again = Scored(A, sim=0.8, vrank=1, content_sim=0.1, context_sim=0.8, kind="lesson")
+    fact = Scored(B, sim=0.8, vrank=2, content_sim=0.1, context_sim=0.8, kind="fact")
+    misled = Scored(
+        C, sim=0.8, vrank=3, content_sim=0.1, context_sim=0.8, negative_sim=0.9, kind="lesson"
+    )
+    kept, _ = fuse([again, fact, misled], cfg, lexical_only=False)
+    assert [r.scored.id for r in kept] == [A]
