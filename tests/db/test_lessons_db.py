@@ -198,3 +198,27 @@ def test_a_bad_verdict_key_is_invalid_input_naming_it(facade: Facade, tenant: st
         Verdict(accepted=False, feedback=RULE, key="x" * 151)
     assert str(caught.value).startswith("invalid Verdict: key:") and caught.value.fields
     assert active_lessons(facade, tenant) == []  # nothing half-written
+
+
+def test_a_task_the_guard_refuses_is_never_kept_in_a_lessons_record(
+    facade: Facade, tenant: str
+) -> None:
+    (lesson,) = facade.learn(report(tenant, reject(RULE))).written
+    secret_task = (
+        "Deploy with key AKIAIOSFODNN7EXAMPLE and secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    )
+    got = facade.learn(
+        report(
+            tenant,
+            reject("Not this one.", misled=(str(lesson.id),)),
+            reject("Always name the region you deploy to, e.g. eu-west-1."),
+            placed=(lesson.id,),
+            task=secret_task,
+            run="r9",
+        )
+    )
+    assert got.of(Outcome.MISLED) == [lesson.id]
+    # The new lesson would keep the task as its context: the guard refuses it, reported.
+    assert got.written == () and len(got.rejected) == 1
+    events = facade.lesson_events(lesson.id, tenant=tenant)
+    assert events[-1]["event"] == "misled" and events[-1]["task"] is None

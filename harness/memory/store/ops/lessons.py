@@ -68,9 +68,12 @@ def learn(store: StoreBase, report: LessonReport | Mapping[str, Any]) -> Plan[Le
     rep = report if isinstance(report, LessonReport) else LessonReport.model_validate(report)
     config = store.retriever.config.learning
     cands, rejected = _guarded_lessons(store, rep)
-    texts = [rep.task[:4000]] + [c.content for _, c in cands]
+    task = _guarded_task(store, rep)
+    texts = [task or ""] + [c.content for _, c in cands]
     vectors = yield from embedded(lambda: _embed(store.embedder, texts))
-    op = _learn_op(rep, cands, vectors, store.embedder, config, store.clock.now())
+    if task is None and vectors is not None:
+        vectors = [[], *vectors[1:]]  # a refused task is neither kept nor matched
+    op = _learn_op(rep, task, cands, vectors, store.embedder, config, store.clock.now())
     learned: Learned = yield from in_transaction("learn", op, rep.tenant)
     return learned.model_copy(update={"rejected": tuple(rejected)})
 
@@ -99,6 +102,25 @@ def _guarded_lessons(
     return out, rejected
 
 
+def _guarded_task(store: StoreBase, rep: LessonReport) -> str | None:
+    """The task as a lesson's context keeps it (the guard reads it as it reads every context),
+    or None when the guard refuses it: the outcomes are recorded without the task's text."""
+    task = rep.task[:4000]
+    probe = MemoryCandidate(
+        tenant=rep.tenant,
+        scope=Scope.USER,
+        scope_id=rep.user_id,
+        kind=Kind.LESSON,
+        content=task,
+    )
+    try:
+        store.guard.check(probe)
+    except MemoryRejected as exc:
+        log.warning("run %s: the task is not kept as a lesson context: %s", rep.run_id, exc)
+        return None
+    return task
+
+
 def _lesson_scope(rep: LessonReport) -> tuple[Scope, str]:
     """Where a run's lessons live: its workflow when it has one, else its user."""
     if rep.workflow_id:
@@ -122,6 +144,7 @@ def _vector(raw: Any) -> list[float] | None:
 
 def _learn_op(
     rep: LessonReport,
+    task: str | None,
     cands: list[tuple[int, MemoryCandidate]],
     vectors: list[list[float]] | None,
     embedder: Embedder | None,
@@ -161,7 +184,7 @@ def _learn_op(
     ]
     placed_lessons = {k.id for k in known if k.placed}
     misled_ids, ignored = _misled_ids(rep, placed_lessons)
-    task_vector = vectors[0] if vectors else None
+    task_vector = vectors[0] if vectors and vectors[0] else None
     feedback = [
         FeedbackSeen(
             verdict_id=cand.source.verdict_id or "",
@@ -207,7 +230,7 @@ def _learn_op(
                 "run_id": rep.run_id,
                 "verdict_id": action.verdict_id,
                 "actor": None,
-                "task": rep.task[:4000] if with_task else None,
+                "task": task if with_task else None,
                 "feedback": action.feedback,
                 # A new lesson's first context is its own row's context vector.
                 "embedding": task_vector if action.polarity and not action.new_lesson else None,
