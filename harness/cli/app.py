@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness._version import __version__
+from harness._version import DISTRIBUTION, __version__
 from harness.errors import HarnessError, InvalidInput
 from harness.memory.store.embedded import release_embedded
 from harness.settings import Settings
@@ -126,7 +126,7 @@ def _display_url(url: str) -> str:
 
 def _print_version(value: bool) -> None:
     if value:
-        console.print(f"harness-memory {__version__}", highlight=False)
+        console.print(f"{DISTRIBUTION} {__version__}", highlight=False)
         raise typer.Exit()
 
 

@@ -42,7 +42,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
         timeout=300,
     )
-    (built,) = out.glob("harness_memory-*.whl")
+    (built,) = out.glob("harness_memory_pg-*.whl")
     return built
 
 

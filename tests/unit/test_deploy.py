@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from harness import __version__
+from harness._version import DISTRIBUTION
 from harness.cli import app
 from harness.errors import InvalidInput
 from harness.logs import JsonLinesFormatter
@@ -40,9 +41,9 @@ from tests.support.stores import UNREACHABLE_URL
 
 
 def test_one_version_on_every_channel(tmp_path: Path) -> None:
-    assert importlib.metadata.version("harness-memory") == __version__
+    assert importlib.metadata.version(DISTRIBUTION) == __version__
     out = CliRunner().invoke(app, ["--version"])
-    assert out.exit_code == 0 and out.output.strip() == f"harness-memory {__version__}"
+    assert out.exit_code == 0 and out.output.strip() == f"{DISTRIBUTION} {__version__}"
 
     async def built() -> MCPServer:
         store = await AsyncMemoryStore.connect(
