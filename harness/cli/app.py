@@ -24,6 +24,7 @@ from rich.table import Table
 
 from harness._version import DISTRIBUTION, __version__
 from harness.errors import HarnessError, InvalidInput
+from harness.logs import connect_or_fail
 from harness.memory.store.embedded import release_embedded
 from harness.settings import Settings
 from harness.shutdown import exit_on_signals
@@ -64,6 +65,16 @@ def _settings(**overrides: object) -> Settings:
         raise _fail(exc) from exc
 
 
+def _check_model_path(settings: Settings) -> None:
+    """A named model folder that is not there fails before any server starts."""
+    from harness.memory.embedding.model_choice import check_model_path
+
+    try:
+        check_model_path(settings)
+    except InvalidInput as exc:
+        raise _fail(exc) from exc
+
+
 @contextlib.contextmanager
 def _open_store(
     url: str | None,
@@ -78,6 +89,7 @@ def _open_store(
     ``migrate``: None follows HARNESS_MIGRATE. A ``read_only`` command never migrates: it
     checks the schema revision and fails with the gap and the fix."""
     settings = settings or _settings()
+    _check_model_path(settings)
     if read_only:
         settings = settings.model_copy(update={"migrate": "never"})
         migrate = None
@@ -94,13 +106,16 @@ def _open_store(
     with exit_on_signals(last_resort=release):
         try:
             try:
-                store = MemoryStore.connect(
-                    url, settings=settings, check_model=check_model, migrate=migrate
-                )
+                with connect_or_fail():
+                    store = MemoryStore.connect(
+                        url, settings=settings, check_model=check_model, migrate=migrate
+                    )
             except HarnessError as exc:
                 raise _fail(exc) from exc
             try:
                 yield store
+            except HarnessError as exc:
+                raise _fail(exc) from exc
             finally:
                 store.close()
         finally:
@@ -391,64 +406,83 @@ def mcp(
     http: Annotated[
         str | None,
         typer.Option(
-            "--http", help="serve streamable HTTP on HOST:PORT instead of stdio (HARNESS_MCP_HTTP)"
+            "--http",
+            metavar="HOST:PORT",
+            help="serve streamable HTTP instead of stdio (HARNESS_MCP_HTTP; port 0: any free "
+            "port, named in the start line)",
         ),
     ] = None,
     tenant: Annotated[
-        str | None, typer.Option(help="stdio: the caller's tenant (or HARNESS_MCP_TENANT)")
+        str | None,
+        typer.Option(metavar="TENANT", help="stdio: the caller's tenant (or HARNESS_MCP_TENANT)"),
     ] = None,
     user: Annotated[
-        str | None, typer.Option(help="stdio: the caller's user id (or HARNESS_MCP_USER)")
+        str | None,
+        typer.Option(metavar="USER", help="stdio: the caller's user id (or HARNESS_MCP_USER)"),
     ] = None,
     workflow: Annotated[
         str | None,
-        typer.Option(help="stdio: pin recall to this workflow (or HARNESS_MCP_WORKFLOW)"),
+        typer.Option(
+            metavar="WORKFLOW", help="stdio: pin recall to this workflow (or HARNESS_MCP_WORKFLOW)"
+        ),
     ] = None,
     public_url: Annotated[
-        str | None, typer.Option(help="HTTP: this server's public base URL, if proxied")
+        str | None,
+        typer.Option(metavar="URL", help="HTTP: this server's public base URL, if proxied"),
     ] = None,
     tokens: Annotated[
         Path | None,
-        typer.Option("--tokens", help="HTTP: bearer-token file (HARNESS_MCP_TOKENS)"),
+        typer.Option(
+            "--tokens", metavar="FILE", help="HTTP: bearer-token file (HARNESS_MCP_TOKENS)"
+        ),
     ] = None,
     ingest_key_file: Annotated[
         Path | None,
         typer.Option(
             "--ingest-key-file",
+            metavar="FILE",
             help="HTTP: file holding the ingest key (HARNESS_MCP_INGEST_KEY_FILE; or the key "
             "itself in HARNESS_MCP_INGEST_KEY)",
         ),
     ] = None,
     log_level: Annotated[
         str | None,
-        typer.Option("--log-level", help="debug, info, warning, error (HARNESS_LOG_LEVEL)"),
+        typer.Option(
+            "--log-level",
+            metavar="LEVEL",
+            help="debug, info, warning, error (HARNESS_LOG_LEVEL)",
+        ),
     ] = None,
     log_format: Annotated[
         str | None,
-        typer.Option("--log-format", help="text or json lines (HARNESS_LOG_FORMAT)"),
+        typer.Option(
+            "--log-format", metavar="FORMAT", help="text or json lines (HARNESS_LOG_FORMAT)"
+        ),
     ] = None,
     workers: Annotated[
         int | None,
         typer.Option(
             "--workers",
+            metavar="N",
             help="HTTP: server processes sharing the port (HARNESS_MCP_WORKERS; default one "
             "per core, at most 4)",
         ),
     ] = None,
     url: UrlOption = None,
 ) -> None:
-    """Serve memory to MCP agents: stdio by default, or streamable HTTP with --http.
+    """Serve memory to MCP agents (stdio, or HTTP with --http).
 
     Over stdio the caller is fixed by --tenant/--user (or HARNESS_MCP_TENANT/_USER); over
     HTTP each bearer token maps to its caller (see `harness-memory mcp-token`), and
     /healthz and /readyz answer without a token. SIGTERM or SIGINT stops accepting, gives
-    in-flight calls a short grace (0.3 s), answers the rest "Memory is shutting down" as a tool
-    error, and releases the store.
+    recalls in flight 0.3 s (the rest answer "Memory is shutting down" as a tool error) and
+    other calls at most 10 s, and releases the store.
     """
     from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config, serving_settings
     from harness.memory import Caller
 
     settings = _settings()
+    _check_model_path(settings)
     flags = ServeFlags(http, tokens, ingest_key_file, log_level, log_format, url, workers)
     try:
         config = resolve_serve_config(settings, flags)
@@ -477,7 +511,9 @@ def mcp(
             workflow or settings.mcp_workflow,
         )
     )
-    sock = None if config is None else _bind(config)
+    sock = None
+    if config is not None:
+        sock, config = _bind(config)
     embedded = (url or settings.database_url_value) is None
     if config is not None:
         settings = serving_settings(settings)
@@ -563,6 +599,7 @@ def _serve_workers(
 
     try:
         database = url if url is not None else embedded_url(settings.home)
+        _probe_store(database, settings)
         spec = WorkerSpec(database, settings, config, public_url)
         code = run_workers(
             spec,
@@ -579,14 +616,29 @@ def _serve_workers(
     _exit_after_signal(SystemExit(code))
 
 
-def _bind(config: ServeConfig) -> socket.socket:
-    """Listen before anything slow, so a taken port is a one-line error at once."""
+def _probe_store(url: str, settings: Settings) -> None:
+    """Migrate (or check) once, here, before any worker starts: a database that cannot be used
+    is then this command's one error line, not a log of every worker. No model is loaded."""
+    from harness.memory import MemoryStore
+
+    try:
+        MemoryStore.connect(url, settings=settings, embedder=None, check_model=False).close()
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+
+
+def _bind(config: ServeConfig) -> tuple[socket.socket, ServeConfig]:
+    """Listen before anything slow, so a taken port is a one-line error at once; returns the
+    socket and the config with the port it got (the system's choice for port 0)."""
+    import dataclasses
+
     from harness.mcp_server.http import listening_socket
 
     try:
         # Listening now queues clients that connect between the start line and the server's
         # first accept, instead of refusing them.
-        return listening_socket(config.host, config.port)
+        sock = listening_socket(config.host, config.port)
+        return sock, dataclasses.replace(config, port=sock.getsockname()[1])
     except OSError as exc:
         raise _fail(
             InvalidInput(
@@ -685,19 +737,17 @@ def demo(url: UrlOption = None) -> None:
     ):
         throwaway = Path(tempfile.mkdtemp(prefix="harness-demo-"))
         settings = settings.model_copy(update={"home": throwaway})
-        console.print(
+        where = (
             f"demo data goes to a throwaway folder {throwaway} (deleted afterwards); "
-            "set HARNESS_HOME to keep it",
-            soft_wrap=True,
-            highlight=False,
+            "set HARNESS_HOME to keep it"
         )
     else:
-        where = settings.home if url is None and settings.database_url is None else "the database"
-        console.print(
-            f"demo resets and writes tenant 'demo' in {where}", soft_wrap=True, highlight=False
-        )
+        home = settings.home if url is None and settings.database_url is None else "the database"
+        where = f"demo resets and writes tenant 'demo' in {home}"
     try:
         with _open_store(url, settings=settings) as store:
+            # said once the store is open: a store that cannot open is one error line alone
+            console.print(where, soft_wrap=True, highlight=False)
             run_demo(store, console)
     finally:
         if throwaway is not None:

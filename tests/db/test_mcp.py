@@ -296,8 +296,12 @@ def test_every_failure_answer_is_an_error_with_its_text(
     assert texts[0] == "error: recallset_read: no RecallSet item with id 'r7'"
     assert texts[1] == "error: recallset_mark: no RecallSet item with id 'r7'"
     assert texts[2].startswith("error: recallset_overview: no memo 'memo_nope'")
-    assert "mark" in texts[3] and "content" in texts[4] and "content" in texts[5]
+    # bad arguments: one line naming the argument, none of pydantic's multi-line text or URL
+    assert texts[3] == "error: recallset_mark: mark: Input should be 'keep', 'check' or 'discard'"
+    assert "content" in texts[4]
+    assert texts[5] == "error: recallset_add: content: Field required"
     assert "no_such_tool" in texts[6]
+    assert not any("\n" in t or "pydantic" in t for t in texts), texts
 
 
 def test_work_in_flight_is_bounded_and_overflow_answers_busy(
