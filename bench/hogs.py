@@ -1,10 +1,10 @@
 """Run a command beside CPU hogs: the suite must stay green on a busy machine.
 
 Run: ``python -m bench.hogs [--hogs 2] [--runs 3] [--json PATH] -- make test``
-(``make test-under-load`` does exactly that with ``make pytest``'s suite and lint). Starts
+(``make test-under-load`` runs ``make test`` so, three times). Starts
 ``--hogs`` processes that each spin one core at the caller's priority, runs the command
 ``--runs`` times in a row, prints one line per run (exit code and wall time) and stops the
-hogs, also when interrupted. Exits 0 only when every run passed. With ``--json`` the runs are
+hogs, also when interrupted (SIGINT, SIGTERM, SIGHUP; a hog whose runner is gone stops too). Exits 0 only when every run passed. With ``--json`` the runs are
 written there too (the figures a closing note quotes).
 """
 
@@ -14,6 +14,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,17 +25,26 @@ from pathlib import Path
 __all__ = ["hogs", "main"]
 
 
-def _spin() -> None:  # pragma: no cover - runs in the hog processes until they are killed
+def _spin(parent: int) -> None:  # pragma: no cover - runs in the hog processes
+    """Spin until killed, or until ``parent`` is gone (a hog never outlives its runner)."""
     n = 0
-    while True:
-        n = (n * 1103515245 + 12345) & 0xFFFFFFFF
+    while os.getppid() == parent:
+        for _ in range(1_000_000):
+            n = (n * 1103515245 + 12345) & 0xFFFFFFFF
+
+
+def _exit_on(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through hogs(): the hogs are stopped
 
 
 @contextmanager
 def hogs(count: int) -> Iterator[list[int]]:
     """``count`` busy processes for the duration of the block; yields their pids."""
     context = multiprocessing.get_context("spawn")
-    procs = [context.Process(target=_spin, name=f"cpu-hog-{i}", daemon=True) for i in range(count)]
+    procs = [
+        context.Process(target=_spin, args=(os.getpid(),), name=f"cpu-hog-{i}", daemon=True)
+        for i in range(count)
+    ]
     for proc in procs:
         proc.start()
     try:
@@ -56,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --")
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit_on)
     runs: list[dict[str, object]] = []
     with hogs(args.hogs) as pids:
         print(f"hogs: {args.hogs} busy processes {pids} on {os.cpu_count()} cores", flush=True)
@@ -72,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
     if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         record = {"command": command, "hogs": args.hogs, "cores": os.cpu_count(), "runs": runs}
         args.json.write_text(json.dumps(record, indent=2) + "\n")
     return 0 if all(r["exit"] == 0 for r in runs) else 1
