@@ -36,10 +36,13 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
+# Plain help (click's): typer's rich panels print a type on every flag (`<bool>`) and keep a
+# docstring's line breaks inside sentences; click rewraps paragraphs to the terminal.
 app = typer.Typer(
     help="harness-memory: scoped memory for agent runtimes.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 console = Console(soft_wrap=True)  # paths and URLs stay whole for copy and grep
 err_console = Console(stderr=True, soft_wrap=True)
@@ -47,7 +50,9 @@ err_console = Console(stderr=True, soft_wrap=True)
 UrlOption = Annotated[
     str | None,
     typer.Option(
-        "--url", help="database URL (default: HARNESS_DATABASE_URL, else the embedded server)"
+        "--url",
+        metavar="URL",
+        help="database URL (default: HARNESS_DATABASE_URL, else the embedded server)",
     ),
 ]
 
@@ -166,9 +171,10 @@ def _main(
 
 @app.command()
 def init(url: UrlOption = None) -> None:
-    """Create or migrate the store (idempotent) and print where it lives.
+    """Create or migrate the store (idempotent).
 
-    Always migrates, whatever HARNESS_MIGRATE says: this is the command that does.
+    Prints where the store lives. Always migrates, whatever HARNESS_MIGRATE says: this is the
+    command that does.
     """
     with _open_store(url, migrate=True) as store:
         st = store.status()
@@ -177,7 +183,12 @@ def init(url: UrlOption = None) -> None:
 
 @app.command()
 def status(url: UrlOption = None) -> None:
-    """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
+    """Show where the store is, its schema, model and counts.
+
+    Read-only (never migrates): the redacted URL or data folder, the schema revision, the
+    embedder mode and where its model came from, counts per tenant and status, pending
+    cleanups.
+    """
     settings = _settings()
     with _open_store(url, check_model=False, settings=settings, read_only=True) as store:
         st = store.status()
@@ -248,10 +259,13 @@ def reembed(
         bool, typer.Option("--missing-only", help="only rows without a vector")
     ] = False,
     batch_size: Annotated[
-        int, typer.Option(min=1, help="memories embedded and written per transaction")
+        int, typer.Option(min=1, metavar="N", help="memories embedded and written per transaction")
     ] = 256,
 ) -> None:
-    """Rebuild every vector with the configured embedding model and record it (idempotent)."""
+    """Rebuild every vector with the configured model.
+
+    Records which model built the vectors; idempotent.
+    """
     with (
         _open_store(url, check_model=False) as store,
         Progress(
@@ -274,7 +288,9 @@ def reembed(
     console.print(f"re-embedded {n} memories")
 
 
-admin = typer.Typer(help="Admin decisions on platform memories.", no_args_is_help=True)
+admin = typer.Typer(
+    help="Admin decisions on platform memories.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(admin, name="admin")
 
 
@@ -293,7 +309,9 @@ def _adapter(url: str | None, *, read_only: bool = False) -> Iterator[ProductAda
 
 @admin.command("pending")
 def admin_pending(
-    tenant: Annotated[str, typer.Option("--tenant", help="whose pending memories")],
+    tenant: Annotated[
+        str, typer.Option("--tenant", metavar="TENANT", help="whose pending memories")
+    ],
     url: UrlOption = None,
 ) -> None:
     """List memories waiting for approval."""
@@ -312,8 +330,8 @@ def admin_pending(
 @admin.command("approve")
 def admin_approve(
     memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
-    by: Annotated[str, typer.Option("--by", help="who approves")],
-    tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
+    by: Annotated[str, typer.Option("--by", metavar="NAME", help="who approves")],
+    tenant: Annotated[str, typer.Option("--tenant", metavar="TENANT", help="the memory's tenant")],
     url: UrlOption = None,
 ) -> None:
     """Approve a pending memory of the tenant (audited)."""
@@ -325,9 +343,9 @@ def admin_approve(
 @admin.command("reject")
 def admin_reject(
     memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
-    by: Annotated[str, typer.Option("--by", help="who rejects")],
-    reason: Annotated[str, typer.Option("--reason", help="why")],
-    tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
+    by: Annotated[str, typer.Option("--by", metavar="NAME", help="who rejects")],
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="why")],
+    tenant: Annotated[str, typer.Option("--tenant", metavar="TENANT", help="the memory's tenant")],
     url: UrlOption = None,
 ) -> None:
     """Reject a pending memory of the tenant with a reason (audited)."""
@@ -338,7 +356,7 @@ def admin_reject(
 
 @admin.command("audit")
 def admin_audit(
-    tenant: Annotated[str, typer.Option("--tenant", help="whose decisions")],
+    tenant: Annotated[str, typer.Option("--tenant", metavar="TENANT", help="whose decisions")],
     url: UrlOption = None,
 ) -> None:
     """Every approval decision of a tenant: who, when, what, why."""
@@ -362,6 +380,7 @@ def cluster(
         float,
         typer.Option(
             "--lock-wait",
+            metavar="SECONDS",
             min=0.001,
             max=3600,
             help="seconds to wait for the table's lock, then give up changing nothing",
@@ -371,6 +390,7 @@ def cluster(
         int | None,
         typer.Option(
             "--index-memory",
+            metavar="MB",
             min=1,
             max=1_048_576,
             help="MB for rebuilding the indexes (default: the server's maintenance_work_mem); "
@@ -378,8 +398,12 @@ def cluster(
         ),
     ] = None,
 ) -> None:
-    """Store each scope's memories together (PostgreSQL's CLUSTER) so a recall reads a few
-    pages per pool. Locks the memories table while it runs: use a quiet moment. Idempotent."""
+    """Store each scope's memories together (CLUSTER).
+
+    PostgreSQL's CLUSTER rewrites the memories table in tenant and scope order, so a recall
+    reads a few pages per pool. Locks the table while it runs: use a quiet moment. Needs the
+    table's owner. Idempotent.
+    """
     with _open_store(url, check_model=False) as store:
         try:
             report = store.cluster(lock_wait_s=lock_wait, index_memory_mb=index_memory)
@@ -690,17 +714,27 @@ def http_label(host: str, port: int) -> str:
 
 @app.command("mcp-token")
 def mcp_token(
-    tenant: Annotated[str, typer.Option(help="the caller's tenant")],
-    user: Annotated[str, typer.Option(help="the caller's user id")],
+    tenant: Annotated[str, typer.Option(metavar="TENANT", help="the caller's tenant")],
+    user: Annotated[str, typer.Option(metavar="USER", help="the caller's user id")],
     workflow: Annotated[
-        str | None, typer.Option(help="pin this token's recall to one workflow")
+        str | None,
+        typer.Option(metavar="WORKFLOW", help="pin this token's recall to one workflow"),
     ] = None,
     expires_in_days: Annotated[
         float | None,
-        typer.Option("--expires-in-days", min=0.0, help="refuse the token after this many days"),
+        typer.Option(
+            "--expires-in-days",
+            metavar="DAYS",
+            min=0.0,
+            help="refuse the token after this many days",
+        ),
     ] = None,
 ) -> None:
-    """Mint a bearer token for the HTTP MCP server; only its hash is stored. Shown once."""
+    """Mint a bearer token for the HTTP MCP server.
+
+    Only its hash is stored (HARNESS_MCP_TOKENS, default HARNESS_HOME/mcp-tokens.json); the
+    token is shown once.
+    """
     import time
 
     from harness.mcp_server import TokenFile
@@ -718,7 +752,7 @@ def mcp_token(
 
 @app.command()
 def demo(url: UrlOption = None) -> None:
-    """Tell the two-run story: a rejection becomes a lesson the next run starts with.
+    """Run the demo: a rejection becomes the next run's lesson.
 
     Without HARNESS_HOME (or --url / HARNESS_DATABASE_URL) the demo runs in a throwaway
     folder that is deleted afterwards, never in your real data folder.
