@@ -30,7 +30,7 @@ VOLUME ["/var/lib/harness"]
 EXPOSE 8765
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import os, sys, urllib.request; port = os.environ['HARNESS_MCP_HTTP'].rpartition(':')[2]; sys.exit(urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=4).status != 200)"]
-# SIGTERM: stop accepting, finish in-flight calls (10 s grace), release the store, exit 143.
+# SIGTERM: stop accepting, recalls in flight get 0.3 s and other calls at most 10 s, release the store, exit 143.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["harness-memory"]
 CMD ["mcp"]

@@ -6,7 +6,7 @@ Run 1 views its memories, tries to plant a file mid-run, and is rejected by a re
 concrete feedback: the planted file is dropped, the lesson is written after the verdict. Run 2's
 first model request carries the lesson in its ``system`` prompt.
 
-    pip install 'harness-memory[anthropic]'
+    pip install 'harness-memory-pg[anthropic]'
     python examples/anthropic_memory_two_runs.py   # embedded PostgreSQL, or HARNESS_DATABASE_URL
 """
 

@@ -3,7 +3,7 @@
 Run 1 is rejected by a reviewer with concrete feedback; the lesson is written only after that
 verdict. Run 2's first model request carries the lesson in its system message.
 
-    pip install 'harness-memory[langgraph]'
+    pip install 'harness-memory-pg[langgraph]'
     python examples/langgraph_two_runs.py      # embedded PostgreSQL, or HARNESS_DATABASE_URL
 """
 

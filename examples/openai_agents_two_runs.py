@@ -6,7 +6,7 @@ Run 1 writes a rambling summary; the judge rejects it with concrete feedback, an
 workflow) starts with the lesson in the instructions of its first model call, so the scripted
 model follows it and the judge accepts.
 
-    pip install 'harness-memory[openai-agents]'
+    pip install 'harness-memory-pg[openai-agents]'
     python examples/openai_agents_two_runs.py
 
 Uses the embedded PostgreSQL (``HARNESS_HOME``) unless ``HARNESS_DATABASE_URL`` is set; writes

@@ -5,7 +5,7 @@ Run 1 writes a rambling summary; the judge rejects it with concrete feedback, an
 workflow) starts with the lesson in the instructions of its first model request, so the scripted
 model follows it and the judge accepts.
 
-    pip install 'harness-memory[pydantic-ai]'
+    pip install 'harness-memory-pg[pydantic-ai]'
     python examples/pydantic_ai_two_runs.py
 
 Uses the embedded PostgreSQL (``HARNESS_HOME``) unless ``HARNESS_DATABASE_URL`` is set; writes

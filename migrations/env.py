@@ -36,11 +36,13 @@ def _run(connection: Connection) -> None:
 
 
 def _grant_app_role(connection: Connection, role: str) -> None:
-    """DML on every table and sequence of the schema, to ``role`` (idempotent)."""
+    """DML on every table and sequence of the schema, to ``role`` (idempotent); only SELECT on
+    ``alembic_version``: the store reads its revision, only migrations (the owner) write it."""
     quoted = connection.dialect.identifier_preparer.quote(role)
     for statement in (
         f"GRANT USAGE ON SCHEMA public TO {quoted}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {quoted}",
+        f"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON alembic_version FROM {quoted}",
         f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {quoted}",
     ):
         connection.execute(text(statement))

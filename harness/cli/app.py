@@ -22,8 +22,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness._version import __version__
+from harness._version import DISTRIBUTION, __version__
 from harness.errors import HarnessError, InvalidInput
+from harness.logs import connect_or_fail
 from harness.memory.store.embedded import release_embedded
 from harness.settings import Settings
 from harness.shutdown import exit_on_signals
@@ -35,10 +36,13 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
+# Plain help (click's): typer's rich panels print a type on every flag (`<bool>`) and keep a
+# docstring's line breaks inside sentences; click rewraps paragraphs to the terminal.
 app = typer.Typer(
     help="harness-memory: scoped memory for agent runtimes.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 console = Console(soft_wrap=True)  # paths and URLs stay whole for copy and grep
 err_console = Console(stderr=True, soft_wrap=True)
@@ -46,7 +50,9 @@ err_console = Console(stderr=True, soft_wrap=True)
 UrlOption = Annotated[
     str | None,
     typer.Option(
-        "--url", help="database URL (default: HARNESS_DATABASE_URL, else the embedded server)"
+        "--url",
+        metavar="URL",
+        help="database URL (default: HARNESS_DATABASE_URL, else the embedded server)",
     ),
 ]
 
@@ -60,6 +66,16 @@ def _fail(exc: HarnessError) -> typer.Exit:
 def _settings(**overrides: object) -> Settings:
     try:
         return Settings.from_env(**overrides)
+    except InvalidInput as exc:
+        raise _fail(exc) from exc
+
+
+def _check_model_path(settings: Settings) -> None:
+    """A named model folder that is not there fails before any server starts."""
+    from harness.memory.embedding.model_choice import check_model_path
+
+    try:
+        check_model_path(settings)
     except InvalidInput as exc:
         raise _fail(exc) from exc
 
@@ -78,6 +94,7 @@ def _open_store(
     ``migrate``: None follows HARNESS_MIGRATE. A ``read_only`` command never migrates: it
     checks the schema revision and fails with the gap and the fix."""
     settings = settings or _settings()
+    _check_model_path(settings)
     if read_only:
         settings = settings.model_copy(update={"migrate": "never"})
         migrate = None
@@ -94,13 +111,16 @@ def _open_store(
     with exit_on_signals(last_resort=release):
         try:
             try:
-                store = MemoryStore.connect(
-                    url, settings=settings, check_model=check_model, migrate=migrate
-                )
+                with connect_or_fail():
+                    store = MemoryStore.connect(
+                        url, settings=settings, check_model=check_model, migrate=migrate
+                    )
             except HarnessError as exc:
                 raise _fail(exc) from exc
             try:
                 yield store
+            except HarnessError as exc:
+                raise _fail(exc) from exc
             finally:
                 store.close()
         finally:
@@ -126,7 +146,7 @@ def _display_url(url: str) -> str:
 
 def _print_version(value: bool) -> None:
     if value:
-        console.print(f"harness-memory {__version__}", highlight=False)
+        console.print(f"{DISTRIBUTION} {__version__}", highlight=False)
         raise typer.Exit()
 
 
@@ -151,9 +171,10 @@ def _main(
 
 @app.command()
 def init(url: UrlOption = None) -> None:
-    """Create or migrate the store (idempotent) and print where it lives.
+    """Create or migrate the store (idempotent).
 
-    Always migrates, whatever HARNESS_MIGRATE says: this is the command that does.
+    Prints where the store lives. Always migrates, whatever HARNESS_MIGRATE says: this is the
+    command that does.
     """
     with _open_store(url, migrate=True) as store:
         st = store.status()
@@ -162,7 +183,12 @@ def init(url: UrlOption = None) -> None:
 
 @app.command()
 def status(url: UrlOption = None) -> None:
-    """Show the redacted URL, schema revision, embedder mode and counts per tenant and status."""
+    """Show where the store is, its schema, model and counts.
+
+    Read-only (never migrates): the redacted URL or data folder, the schema revision, the
+    embedder mode and where its model came from, counts per tenant and status, pending
+    cleanups.
+    """
     settings = _settings()
     with _open_store(url, check_model=False, settings=settings, read_only=True) as store:
         st = store.status()
@@ -233,10 +259,13 @@ def reembed(
         bool, typer.Option("--missing-only", help="only rows without a vector")
     ] = False,
     batch_size: Annotated[
-        int, typer.Option(min=1, help="memories embedded and written per transaction")
+        int, typer.Option(min=1, metavar="N", help="memories embedded and written per transaction")
     ] = 256,
 ) -> None:
-    """Rebuild every vector with the configured embedding model and record it (idempotent)."""
+    """Rebuild every vector with the configured model.
+
+    Records which model built the vectors; idempotent.
+    """
     with (
         _open_store(url, check_model=False) as store,
         Progress(
@@ -259,7 +288,9 @@ def reembed(
     console.print(f"re-embedded {n} memories")
 
 
-admin = typer.Typer(help="Admin decisions on platform memories.", no_args_is_help=True)
+admin = typer.Typer(
+    help="Admin decisions on platform memories.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(admin, name="admin")
 
 
@@ -278,7 +309,9 @@ def _adapter(url: str | None, *, read_only: bool = False) -> Iterator[ProductAda
 
 @admin.command("pending")
 def admin_pending(
-    tenant: Annotated[str, typer.Option("--tenant", help="whose pending memories")],
+    tenant: Annotated[
+        str, typer.Option("--tenant", metavar="TENANT", help="whose pending memories")
+    ],
     url: UrlOption = None,
 ) -> None:
     """List memories waiting for approval."""
@@ -297,8 +330,8 @@ def admin_pending(
 @admin.command("approve")
 def admin_approve(
     memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
-    by: Annotated[str, typer.Option("--by", help="who approves")],
-    tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
+    by: Annotated[str, typer.Option("--by", metavar="NAME", help="who approves")],
+    tenant: Annotated[str, typer.Option("--tenant", metavar="TENANT", help="the memory's tenant")],
     url: UrlOption = None,
 ) -> None:
     """Approve a pending memory of the tenant (audited)."""
@@ -310,9 +343,9 @@ def admin_approve(
 @admin.command("reject")
 def admin_reject(
     memory_id: Annotated[str, typer.Argument(help="the pending memory's id")],
-    by: Annotated[str, typer.Option("--by", help="who rejects")],
-    reason: Annotated[str, typer.Option("--reason", help="why")],
-    tenant: Annotated[str, typer.Option("--tenant", help="the memory's tenant")],
+    by: Annotated[str, typer.Option("--by", metavar="NAME", help="who rejects")],
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="why")],
+    tenant: Annotated[str, typer.Option("--tenant", metavar="TENANT", help="the memory's tenant")],
     url: UrlOption = None,
 ) -> None:
     """Reject a pending memory of the tenant with a reason (audited)."""
@@ -323,7 +356,7 @@ def admin_reject(
 
 @admin.command("audit")
 def admin_audit(
-    tenant: Annotated[str, typer.Option("--tenant", help="whose decisions")],
+    tenant: Annotated[str, typer.Option("--tenant", metavar="TENANT", help="whose decisions")],
     url: UrlOption = None,
 ) -> None:
     """Every approval decision of a tenant: who, when, what, why."""
@@ -347,6 +380,7 @@ def cluster(
         float,
         typer.Option(
             "--lock-wait",
+            metavar="SECONDS",
             min=0.001,
             max=3600,
             help="seconds to wait for the table's lock, then give up changing nothing",
@@ -356,6 +390,7 @@ def cluster(
         int | None,
         typer.Option(
             "--index-memory",
+            metavar="MB",
             min=1,
             max=1_048_576,
             help="MB for rebuilding the indexes (default: the server's maintenance_work_mem); "
@@ -363,8 +398,12 @@ def cluster(
         ),
     ] = None,
 ) -> None:
-    """Store each scope's memories together (PostgreSQL's CLUSTER) so a recall reads a few
-    pages per pool. Locks the memories table while it runs: use a quiet moment. Idempotent."""
+    """Store each scope's memories together (CLUSTER).
+
+    PostgreSQL's CLUSTER rewrites the memories table in tenant and scope order, so a recall
+    reads a few pages per pool. Locks the table while it runs: use a quiet moment. Needs the
+    table's owner. Idempotent.
+    """
     with _open_store(url, check_model=False) as store:
         try:
             report = store.cluster(lock_wait_s=lock_wait, index_memory_mb=index_memory)
@@ -391,64 +430,83 @@ def mcp(
     http: Annotated[
         str | None,
         typer.Option(
-            "--http", help="serve streamable HTTP on HOST:PORT instead of stdio (HARNESS_MCP_HTTP)"
+            "--http",
+            metavar="HOST:PORT",
+            help="serve streamable HTTP instead of stdio (HARNESS_MCP_HTTP; port 0: any free "
+            "port, named in the start line)",
         ),
     ] = None,
     tenant: Annotated[
-        str | None, typer.Option(help="stdio: the caller's tenant (or HARNESS_MCP_TENANT)")
+        str | None,
+        typer.Option(metavar="TENANT", help="stdio: the caller's tenant (or HARNESS_MCP_TENANT)"),
     ] = None,
     user: Annotated[
-        str | None, typer.Option(help="stdio: the caller's user id (or HARNESS_MCP_USER)")
+        str | None,
+        typer.Option(metavar="USER", help="stdio: the caller's user id (or HARNESS_MCP_USER)"),
     ] = None,
     workflow: Annotated[
         str | None,
-        typer.Option(help="stdio: pin recall to this workflow (or HARNESS_MCP_WORKFLOW)"),
+        typer.Option(
+            metavar="WORKFLOW", help="stdio: pin recall to this workflow (or HARNESS_MCP_WORKFLOW)"
+        ),
     ] = None,
     public_url: Annotated[
-        str | None, typer.Option(help="HTTP: this server's public base URL, if proxied")
+        str | None,
+        typer.Option(metavar="URL", help="HTTP: this server's public base URL, if proxied"),
     ] = None,
     tokens: Annotated[
         Path | None,
-        typer.Option("--tokens", help="HTTP: bearer-token file (HARNESS_MCP_TOKENS)"),
+        typer.Option(
+            "--tokens", metavar="FILE", help="HTTP: bearer-token file (HARNESS_MCP_TOKENS)"
+        ),
     ] = None,
     ingest_key_file: Annotated[
         Path | None,
         typer.Option(
             "--ingest-key-file",
+            metavar="FILE",
             help="HTTP: file holding the ingest key (HARNESS_MCP_INGEST_KEY_FILE; or the key "
             "itself in HARNESS_MCP_INGEST_KEY)",
         ),
     ] = None,
     log_level: Annotated[
         str | None,
-        typer.Option("--log-level", help="debug, info, warning, error (HARNESS_LOG_LEVEL)"),
+        typer.Option(
+            "--log-level",
+            metavar="LEVEL",
+            help="debug, info, warning, error (HARNESS_LOG_LEVEL)",
+        ),
     ] = None,
     log_format: Annotated[
         str | None,
-        typer.Option("--log-format", help="text or json lines (HARNESS_LOG_FORMAT)"),
+        typer.Option(
+            "--log-format", metavar="FORMAT", help="text or json lines (HARNESS_LOG_FORMAT)"
+        ),
     ] = None,
     workers: Annotated[
         int | None,
         typer.Option(
             "--workers",
+            metavar="N",
             help="HTTP: server processes sharing the port (HARNESS_MCP_WORKERS; default one "
             "per core, at most 4)",
         ),
     ] = None,
     url: UrlOption = None,
 ) -> None:
-    """Serve memory to MCP agents: stdio by default, or streamable HTTP with --http.
+    """Serve memory to MCP agents (stdio, or HTTP with --http).
 
     Over stdio the caller is fixed by --tenant/--user (or HARNESS_MCP_TENANT/_USER); over
     HTTP each bearer token maps to its caller (see `harness-memory mcp-token`), and
     /healthz and /readyz answer without a token. SIGTERM or SIGINT stops accepting, gives
-    in-flight calls a short grace (0.3 s), answers the rest "Memory is shutting down" as a tool
-    error, and releases the store.
+    recalls in flight 0.3 s (the rest answer "Memory is shutting down" as a tool error) and
+    other calls at most 10 s, and releases the store.
     """
     from harness.mcp_server.serve_config import ServeFlags, resolve_serve_config, serving_settings
     from harness.memory import Caller
 
     settings = _settings()
+    _check_model_path(settings)
     flags = ServeFlags(http, tokens, ingest_key_file, log_level, log_format, url, workers)
     try:
         config = resolve_serve_config(settings, flags)
@@ -477,7 +535,9 @@ def mcp(
             workflow or settings.mcp_workflow,
         )
     )
-    sock = None if config is None else _bind(config)
+    sock = None
+    if config is not None:
+        sock, config = _bind(config)
     embedded = (url or settings.database_url_value) is None
     if config is not None:
         settings = serving_settings(settings)
@@ -563,6 +623,7 @@ def _serve_workers(
 
     try:
         database = url if url is not None else embedded_url(settings.home)
+        _probe_store(database, settings)
         spec = WorkerSpec(database, settings, config, public_url)
         code = run_workers(
             spec,
@@ -579,14 +640,29 @@ def _serve_workers(
     _exit_after_signal(SystemExit(code))
 
 
-def _bind(config: ServeConfig) -> socket.socket:
-    """Listen before anything slow, so a taken port is a one-line error at once."""
+def _probe_store(url: str, settings: Settings) -> None:
+    """Migrate (or check) once, here, before any worker starts: a database that cannot be used
+    is then this command's one error line, not a log of every worker. No model is loaded."""
+    from harness.memory import MemoryStore
+
+    try:
+        MemoryStore.connect(url, settings=settings, embedder=None, check_model=False).close()
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+
+
+def _bind(config: ServeConfig) -> tuple[socket.socket, ServeConfig]:
+    """Listen before anything slow, so a taken port is a one-line error at once; returns the
+    socket and the config with the port it got (the system's choice for port 0)."""
+    import dataclasses
+
     from harness.mcp_server.http import listening_socket
 
     try:
         # Listening now queues clients that connect between the start line and the server's
         # first accept, instead of refusing them.
-        return listening_socket(config.host, config.port)
+        sock = listening_socket(config.host, config.port)
+        return sock, dataclasses.replace(config, port=sock.getsockname()[1])
     except OSError as exc:
         raise _fail(
             InvalidInput(
@@ -638,17 +714,27 @@ def http_label(host: str, port: int) -> str:
 
 @app.command("mcp-token")
 def mcp_token(
-    tenant: Annotated[str, typer.Option(help="the caller's tenant")],
-    user: Annotated[str, typer.Option(help="the caller's user id")],
+    tenant: Annotated[str, typer.Option(metavar="TENANT", help="the caller's tenant")],
+    user: Annotated[str, typer.Option(metavar="USER", help="the caller's user id")],
     workflow: Annotated[
-        str | None, typer.Option(help="pin this token's recall to one workflow")
+        str | None,
+        typer.Option(metavar="WORKFLOW", help="pin this token's recall to one workflow"),
     ] = None,
     expires_in_days: Annotated[
         float | None,
-        typer.Option("--expires-in-days", min=0.0, help="refuse the token after this many days"),
+        typer.Option(
+            "--expires-in-days",
+            metavar="DAYS",
+            min=0.0,
+            help="refuse the token after this many days",
+        ),
     ] = None,
 ) -> None:
-    """Mint a bearer token for the HTTP MCP server; only its hash is stored. Shown once."""
+    """Mint a bearer token for the HTTP MCP server.
+
+    Only its hash is stored (HARNESS_MCP_TOKENS, default HARNESS_HOME/mcp-tokens.json); the
+    token is shown once.
+    """
     import time
 
     from harness.mcp_server import TokenFile
@@ -666,7 +752,7 @@ def mcp_token(
 
 @app.command()
 def demo(url: UrlOption = None) -> None:
-    """Tell the two-run story: a rejection becomes a lesson the next run starts with.
+    """Run the demo: a rejection becomes the next run's lesson.
 
     Without HARNESS_HOME (or --url / HARNESS_DATABASE_URL) the demo runs in a throwaway
     folder that is deleted afterwards, never in your real data folder.
@@ -685,19 +771,17 @@ def demo(url: UrlOption = None) -> None:
     ):
         throwaway = Path(tempfile.mkdtemp(prefix="harness-demo-"))
         settings = settings.model_copy(update={"home": throwaway})
-        console.print(
+        where = (
             f"demo data goes to a throwaway folder {throwaway} (deleted afterwards); "
-            "set HARNESS_HOME to keep it",
-            soft_wrap=True,
-            highlight=False,
+            "set HARNESS_HOME to keep it"
         )
     else:
-        where = settings.home if url is None and settings.database_url is None else "the database"
-        console.print(
-            f"demo resets and writes tenant 'demo' in {where}", soft_wrap=True, highlight=False
-        )
+        home = settings.home if url is None and settings.database_url is None else "the database"
+        where = f"demo resets and writes tenant 'demo' in {home}"
     try:
         with _open_store(url, settings=settings) as store:
+            # said once the store is open: a store that cannot open is one error line alone
+            console.print(where, soft_wrap=True, highlight=False)
             run_demo(store, console)
     finally:
         if throwaway is not None:

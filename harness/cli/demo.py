@@ -111,7 +111,10 @@ def run_demo(store: MemoryStore, console: Console) -> None:
     console.rule("[bold]Admin[/bold]")
     for m in store.pending(TENANT):
         console.print(escape(f"waiting for approval: {m.id}  {m.content}"))
-        console.print(f"  approve with: harness-memory admin approve {m.id} --by <name>")
+        console.print(
+            f"  approve with: harness-memory admin approve {m.id} --by <name> --tenant {TENANT}",
+            soft_wrap=True,
+        )
     lesson = next((m for m in one.memories_written if m.kind.value == "lesson"), None)
     ok = (
         two.accepted

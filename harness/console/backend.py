@@ -7,6 +7,7 @@ an id of another tenant is indistinguishable from an id that does not exist.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from harness.memory.domain.types import Memory, RecallRequest, Status
 from product_adapter import ProductAdapter
 
 __all__ = [
+    "SIMILAR_FLOOR",
     "ConsoleBackend",
     "Cursor",
     "StatusReport",
@@ -79,12 +81,21 @@ class StatusReport:
     days: list[datetime] = field(default_factory=list)
 
 
+#: Cosine similarity below which an active memory is not shown as "similar" to a pending one:
+#: with MiniLM, unrelated sentences of one tenant score 0.05-0.25 and restatements 0.6 and
+#: more; listing the former only hides the look-alikes an admin has to compare.
+SIMILAR_FLOOR = 0.4
+
+
 class ConsoleBackend:
     """The console's view of one :class:`MemoryStore`; every method names the tenant."""
 
-    def __init__(self, store: MemoryStore, *, similar_limit: int = 3):
+    def __init__(
+        self, store: MemoryStore, *, similar_limit: int = 3, similar_floor: float = SIMILAR_FLOOR
+    ):
         self.store = store
         self.similar_limit = similar_limit
+        self.similar_floor = similar_floor
 
     # --- single memories -----------------------------------------------------------------------
 
@@ -151,7 +162,12 @@ class ConsoleBackend:
             tenant, after=after, limit=limit + 1, similar_limit=self.similar_limit
         )
         more = len(page) > limit
-        page = page[:limit]
+        page = [
+            dataclasses.replace(
+                review, similar=[(m, s) for m, s in review.similar if s >= self.similar_floor]
+            )
+            for review in page[:limit]
+        ]
         nxt = (page[-1].memory.created_at, page[-1].memory.id) if more and page else None
         return page, nxt
 

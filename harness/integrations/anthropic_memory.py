@@ -1,6 +1,6 @@
 """Anthropic's client-side ``memory`` tool, backed by harness-memory.
 
-Install with ``pip install 'harness-memory[anthropic]'``.
+Install with ``pip install 'harness-memory-pg[anthropic]'``.
 
 :class:`HarnessMemoryTool` (sync, over a :class:`MemoryStore`) and
 :class:`AsyncHarnessMemoryTool` (over an :class:`AsyncMemoryStore`) are the SDK's
@@ -48,7 +48,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the import-guard test
     raise ImportError(
         "harness.integrations.anthropic_memory needs the Anthropic SDK: "
-        "pip install 'harness-memory[anthropic]'"
+        "pip install 'harness-memory-pg[anthropic]'"
     ) from exc
 
 from harness.errors import HarnessError, InvalidInput, MemoryRejected

@@ -1,6 +1,6 @@
 """LangGraph: a ``BaseStore`` backed by the MemoryStore, a recall node, and the post-verdict write.
 
-Install with ``pip install 'harness-memory[langgraph]'``.
+Install with ``pip install 'harness-memory-pg[langgraph]'``.
 
 **Namespaces.** The tenant is fixed when :class:`HarnessStore` is built (from the caller's
 verified context, never from a namespace), so no namespace can reach another tenant. A
@@ -45,7 +45,7 @@ try:
     from langgraph.store.base import BaseStore as BaseStore
 except ImportError as exc:  # pragma: no cover - exercised by the import-guard test
     raise ImportError(
-        "harness.integrations.langgraph needs LangGraph: pip install 'harness-memory[langgraph]'"
+        "harness.integrations.langgraph needs LangGraph: pip install 'harness-memory-pg[langgraph]'"
     ) from exc
 
 from harness.errors import InvalidInput

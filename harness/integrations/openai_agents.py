@@ -1,6 +1,6 @@
 """OpenAI Agents SDK integration: recalled instructions and RecallSet function tools.
 
-``pip install 'harness-memory[openai-agents]'``. The run's :class:`MemoryRun` travels as the
+``pip install 'harness-memory-pg[openai-agents]'``. The run's :class:`MemoryRun` travels as the
 SDK's run context (``Runner.run(..., context=run)``), or as the ``memory`` attribute of your own
 context object::
 
@@ -31,7 +31,7 @@ try:
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "harness.integrations.openai_agents needs the OpenAI Agents SDK: "
-        "pip install 'harness-memory[openai-agents]'"
+        "pip install 'harness-memory-pg[openai-agents]'"
     ) from exc
 
 __all__ = ["MemoryRun", "memory_instructions", "memory_run_of", "recallset_tools", "with_memory"]

@@ -1,6 +1,6 @@
 """pydantic-ai integration: the run's memory as one toolset (recalled instructions + RecallSet).
 
-``pip install 'harness-memory[pydantic-ai]'``. Per run::
+``pip install 'harness-memory-pg[pydantic-ai]'``. Per run::
 
     run = MemoryRun(store, tenant="acme", user_id="alice", workflow_id="wf-1")
     result = await agent.run(task, toolsets=[memory_toolset(run)])
@@ -27,7 +27,7 @@ try:
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "harness.integrations.pydantic_ai needs pydantic-ai: "
-        "pip install 'harness-memory[pydantic-ai]'"
+        "pip install 'harness-memory-pg[pydantic-ai]'"
     ) from exc
 
 __all__ = ["MemoryRun", "memory_toolset"]

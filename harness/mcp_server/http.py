@@ -42,14 +42,15 @@ class HttpOptions:
 
 
 def parse_http_address(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (IPv6 as ``[::1]:PORT``) -> ``(host, port)``.
+    """``HOST:PORT`` (IPv6 as ``[::1]:PORT``) -> ``(host, port)``; port 0 lets the system
+    choose a free port (the start line names the one it chose).
 
     Raises:
-        InvalidInput: naming ``--http`` when the value is not a host and a port 1-65535.
+        InvalidInput: naming ``--http`` when the value is not a host and a port 0-65535.
     """
     host, sep, port = value.strip().rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise InvalidInput(
             f"--http: expected HOST:PORT such as 127.0.0.1:8765, got {value!r}",
             fields=("--http",),
@@ -186,10 +187,39 @@ class DrainingServer(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         draining = asyncio.ensure_future(self._drain())
+        # uvicorn asks the connections it has right now to close (below, before its first
+        # await); these are the ones it tells.
+        told = set(self.server_state.connections)
+        late = asyncio.ensure_future(_close_late_connections(self.server_state.connections, told))
         try:
             await super().shutdown(sockets)
         finally:
+            late.cancel()
             await draining
+
+
+async def _close_late_connections(
+    connections: set[Any], told: set[Any], *, every_s: float = 0.02
+) -> None:
+    """Ask every connection that registers after shutdown began to close, as it appears.
+
+    uvicorn asks its connections to close once. A connection accepted just before the listener
+    closed registers a moment later, misses that, and is kept alive by a busy client for as
+    long as the client keeps asking: the shutdown then waits its whole graceful bound (10 s).
+    Under load that window is wide. Runs until cancelled."""
+    while True:
+        tell_late_connections(connections, told)
+        await asyncio.sleep(every_s)
+
+
+def tell_late_connections(connections: set[Any], told: set[Any]) -> int:
+    """``shutdown()`` each connection of ``connections`` not in ``told`` (then adds it there);
+    returns how many were told. A connection told mid-request closes after its response."""
+    late = [c for c in list(connections) if c not in told]
+    for connection in late:
+        told.add(connection)
+        connection.shutdown()
+    return len(late)
 
 
 def uvicorn_config(

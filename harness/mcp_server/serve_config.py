@@ -172,12 +172,21 @@ def resolve_serve_config(
     workers = flags.workers or settings.mcp_workers or default_workers(usable_cores)
     if workers_from == "default":
         workers_from = "default: one per core, at most 4"
+    tokens = flags.tokens or settings.mcp_tokens_path
+    tokens_from = _origin(settings, "mcp_tokens", "--tokens", flags.tokens)
+    if tokens_from != "default" and not tokens.is_file():
+        # The default file may not exist yet (nobody minted a token); a named one must.
+        raise InvalidInput(
+            f"{tokens_from}: no token file at {tokens}; mint one into it with "
+            f"`HARNESS_MCP_TOKENS={tokens} harness-memory mcp-token --tenant T --user U`",
+            fields=(tokens_from,),
+        )
     return ServeConfig(
         host=host,
         port=port,
         bind_from=bind_from,
-        tokens=flags.tokens or settings.mcp_tokens_path,
-        tokens_from=_origin(settings, "mcp_tokens", "--tokens", flags.tokens),
+        tokens=tokens,
+        tokens_from=tokens_from,
         ingest_key=ingest_key,
         ingest_from=ingest_from,
         log_level=level,

@@ -12,7 +12,9 @@ import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -73,6 +75,30 @@ def answer(text: str, *, is_error: bool = False) -> CallToolResult:
 def text_of(result: CallToolResult) -> str:
     """The text blocks of a tool result, joined."""
     return "".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def bad_arguments(tool: str, exc: ValidationError) -> str:
+    """One line naming each rejected argument and why (pydantic's own text spans lines and
+    ends with a link to its documentation): ``error: TOOL: mark: Input should be ...``."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        parts.append(f"{where}: {' '.join(str(err['msg']).split())}")
+    return f"error: {tool}: {'; '.join(parts)}"
+
+
+class _Server(MCPServer):
+    """The SDK's server, answering arguments that fail validation in one line."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            # the cause stays the ValidationError: the SDK logs its field names, not the values
+            raise ToolError(bad_arguments(name, cause)) from cause
 
 
 class Drain:
@@ -168,7 +194,7 @@ def build_server(
             # Our tokens are opaque, minted for this server alone and checked by lookup.
             validate_token_resource=False,
         )
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         "harness-memory",
         version=__version__,
         instructions="Long-term memory for this user and project. Use recall_memories before "

@@ -200,6 +200,9 @@ class _Supervisor:
         return None
 
     def stop_all(self) -> None:
+        # The listening socket dies with the workers' copies: clients are refused at once
+        # instead of waiting in the queue of a socket nobody accepts on any more.
+        self.sock.close()
         for worker in self.workers:
             if worker.process.exitcode is None and worker.process.pid is not None:
                 with contextlib.suppress(ProcessLookupError):

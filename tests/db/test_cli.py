@@ -14,8 +14,11 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def _no_model(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # The CLI loads its own embedder from the environment; keep these runs lexical and fast.
-    monkeypatch.setenv("HARNESS_EMBED_MODEL_PATH", str(tmp_path / "no-model"))
+    # The CLI loads its own embedder from the environment; keep these runs lexical and fast:
+    # no model variable, no hub, an empty fastembed cache.
+    monkeypatch.delenv("HARNESS_EMBED_MODEL_PATH", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "empty-fastembed-cache"))
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "home"))
     # Rich wraps at the terminal width: long database paths must not split the words asserted.
     monkeypatch.setenv("COLUMNS", "400")

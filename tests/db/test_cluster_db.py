@@ -168,7 +168,9 @@ def test_cluster_command_reports_pages_before_and_after(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("HARNESS_EMBED_MODEL_PATH", f"{tmp_path}/no-model")
+    monkeypatch.delenv("HARNESS_EMBED_MODEL_PATH", raising=False)  # lexical-only, fast
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "empty-fastembed-cache"))
     monkeypatch.setenv("COLUMNS", "400")
     write_interleaved(own_store, tenant)
     before = own_store.layout()

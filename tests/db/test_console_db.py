@@ -20,6 +20,7 @@ from bench.common import as_tenant
 from harness.clock import FixedClock
 from harness.console import AdminTokenFile, build_console_app, console_mount
 from harness.console.app import BROWSE_PAGE
+from harness.console.present import trace_detail
 from harness.memory import MemoryCandidate, MemoryStore
 from harness.memory.domain.types import RecallRequest, Status
 from harness.memory.store.sql.cleanups import enqueue
@@ -202,9 +203,11 @@ def test_pending_page_shows_provenance_what_it_supersedes_and_similar_items(
     assert "Answer in the user&#39;s language." in item
     assert "run-7" in item and "verdict-3" in item and "verdict" in item
     assert "Would supersede" in item and "Answer in English." in item
-    assert "Similar active items" in item
+    assert "Similar active items (1)" in item and "Answer in English." in item
     plain = page.split(f'id="item-{seeded.pending_plain.id}"')[1].split("</section>")[0]
     assert "nothing (no active item with this key)" in plain
+    # below the similarity floor: an unrelated active memory is not offered as a look-alike
+    assert "Similar active items" not in plain and "no similar active items" in plain
 
 
 def test_approve_and_reject_land_in_the_audit_with_the_admins_name(
@@ -475,10 +478,13 @@ def test_playground_shows_the_block_exactly_as_recall_renders_it_and_the_trace(
     assert "Alice now wants three-line answers." in shown
     trace = body.split('id="trace"')[1].split("</table>")[0]
     for entry in expected.trace:
-        assert html.escape(entry.detail, quote=True) in trace or entry.detail in html.unescape(
-            trace
-        )
-    assert len(re.findall(r"<tr><td>(kept|dropped)</td>", trace)) == len(expected.trace)
+        assert trace_detail(entry.detail) in html.unescape(trace)
+    assert len(re.findall(r'<tr><td data-label="decision">(kept|dropped)</td>', trace)) == len(
+        expected.trace
+    )
+    # an item recall includes whatever the query says why, not "relevance 0.000"
+    kept = body.split('id="kept"')[1].split("</table>")[0]
+    assert "always: preference" in kept and "0.000" not in kept
 
 
 def test_playground_budget_leaves_items_out_and_says_why(
@@ -540,7 +546,10 @@ def test_status_shows_counts_embedder_cleanups_and_a_chart(
     totals = body.split(f'id="totals-{tenant}"')[1].split("</p>")[0]
     assert "active 2" in totals and "pending 3" in totals and "superseded 1" in totals
     assert 'class="cleanups">1<' in totals
-    assert "<td>platform</td><td>constraint</td><td>pending_approval</td><td>1</td>" in body
+    assert (
+        '<td>platform</td><td>constraint</td><td>pending_approval</td><td class="num">1</td>'
+        in body
+    )
     bars = re.findall(
         r"<rect x=\"[\d.]+\" y=\"[\d.]+\" width=\"[\d.]+\" height=\"[\d.]+\" fill=\"(#[0-9a-f]+)\"><title>([^<]+)</title>",
         body,

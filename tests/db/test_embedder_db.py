@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import all_tenants
-from harness.errors import EmbeddingModelMismatch
+from harness.errors import EmbeddingModelMismatch, InvalidInput
 from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 from harness.memory.embedding.embedder import Embedder
 from harness.settings import Settings
@@ -38,9 +38,13 @@ def test_real_model_loads_from_folder(real_embedder: Embedder) -> None:
 
 
 def test_lexical_only_store_warns_once_and_still_recalls(
-    fresh_db_url: str, tenant: str, tmp_path: Path
+    fresh_db_url: str, tenant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = Settings.from_env(embed_model_path=tmp_path / "no-model")
+    # no model anywhere: the variable unset, no hub, an empty fastembed cache
+    monkeypatch.delenv("HARNESS_EMBED_MODEL_PATH", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "empty-fastembed-cache"))
+    settings = Settings.from_env()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         store = MemoryStore.connect(fresh_db_url, settings=settings)
@@ -57,6 +61,25 @@ def test_lexical_only_store_warns_once_and_still_recalls(
         assert store.status().missing_embeddings == 1
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("folder", ["missing", "empty"])
+def test_an_explicit_model_folder_that_is_wrong_is_an_error_naming_it(
+    fresh_db_url: str, tmp_path: Path, folder: str
+) -> None:
+    """An explicit HARNESS_EMBED_MODEL_PATH is final: no silent lexical-only fallback."""
+    path = tmp_path / folder
+    if folder == "empty":
+        path.mkdir()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(InvalidInput) as info:
+            MemoryStore.connect(fresh_db_url, settings=Settings.from_env(embed_model_path=path))
+    message = str(info.value)
+    assert info.value.fields == ("HARNESS_EMBED_MODEL_PATH",)
+    assert message.startswith("HARNESS_EMBED_MODEL_PATH") and str(path) in message
+    assert "unset it to run lexical-only" in message and "\n" not in message
+    assert not [w for w in caught if "lexical-only" in str(w.message)]  # an error, not a warning
 
 
 def test_model_mismatch_refuses_and_reembed_fixes(fresh_db_url: str, tenant: str) -> None:

@@ -129,7 +129,7 @@ def test_store_failure_and_timeout_answer_unavailable(
             return getattr(astore, name)
 
         async def recall(self, request: Any) -> Any:
-            await asyncio.sleep(1.5)
+            await asyncio.sleep(30)
             return await astore.recall(request)
 
     slow = build_server(
@@ -139,7 +139,8 @@ def test_store_failure_and_timeout_answer_unavailable(
     )
     started = time.perf_counter()
     assert call(aloop, slow, "recall_memories", {"query": "anything"}) == UNAVAILABLE
-    assert time.perf_counter() - started < 1.4
+    # the 0.3 s timeout, not the 30 s of work (the slack is for a loaded machine)
+    assert time.perf_counter() - started < 15
 
 
 def _waiting_on_locks(engine: sa.Engine) -> int:
@@ -178,7 +179,7 @@ def test_timed_out_recall_stops_its_query_and_returns_the_connection(
             started = time.monotonic()
             stuck = await client.call_tool("recall_memories", {"query": "staging cluster"})
             answered = time.monotonic() - started
-            deadline = time.monotonic() + 1.0
+            deadline = time.monotonic() + 15  # a condition wait; the bound is for a hang
             while time.monotonic() < deadline and (
                 slow_db.connections_in_use() or _waiting_on_locks(holder)
             ):
@@ -200,8 +201,8 @@ def test_timed_out_recall_stops_its_query_and_returns_the_connection(
         aloop.run(slow_db.close())
         holder.dispose()
     assert stuck.is_error and text_of(stuck) == UNAVAILABLE
-    assert answered < 3.0  # the 0.5 s timeout, not the database's 60 s
-    assert returned < 1.0
+    assert answered < 30  # the 0.5 s timeout, not the database's 60 s (slack for a loaded box)
+    assert returned < 15
     assert not after.is_error and "kestrel" in text_of(after)  # the pool is healthy
 
 
@@ -296,8 +297,12 @@ def test_every_failure_answer_is_an_error_with_its_text(
     assert texts[0] == "error: recallset_read: no RecallSet item with id 'r7'"
     assert texts[1] == "error: recallset_mark: no RecallSet item with id 'r7'"
     assert texts[2].startswith("error: recallset_overview: no memo 'memo_nope'")
-    assert "mark" in texts[3] and "content" in texts[4] and "content" in texts[5]
+    # bad arguments: one line naming the argument, none of pydantic's multi-line text or URL
+    assert texts[3] == "error: recallset_mark: mark: Input should be 'keep', 'check' or 'discard'"
+    assert "content" in texts[4]
+    assert texts[5] == "error: recallset_add: content: Field required"
     assert "no_such_tool" in texts[6]
+    assert not any("\n" in t or "pydantic" in t for t in texts), texts
 
 
 def test_work_in_flight_is_bounded_and_overflow_answers_busy(
@@ -322,9 +327,8 @@ def test_work_in_flight_is_bounded_and_overflow_answers_busy(
         async with Client(server) as client:
 
             async def one() -> None:
-                started = time.perf_counter()
                 result = await client.call_tool("recall_memories", {"query": "x"})
-                out.append((text_of(result), bool(result.is_error), time.perf_counter() - started))
+                out.append((text_of(result), bool(result.is_error), time.perf_counter()))
 
             async with anyio.create_task_group() as tg:
                 for _ in range(n):
@@ -337,7 +341,9 @@ def test_work_in_flight_is_bounded_and_overflow_answers_busy(
     served = [a for a in answers if a[0] != BUSY]
     assert len(served) == 3 and len(busy) == 3  # one running, two waiting
     assert all(error for _, error, _ in busy) and not any(error for _, error, _ in served)
-    assert all(seconds < 0.3 for _, _, seconds in busy)  # turned away at once, not queued
+    # turned away at once, not queued: every "busy" came while the first recall (0.4 s of
+    # work) still ran, an order a loaded machine cannot change
+    assert max(at for _, _, at in busy) < min(at for _, _, at in served)
     assert server.recall_load.shed == 3  # type: ignore[attr-defined]
 
     impatient = build_server(
@@ -389,6 +395,6 @@ def test_a_stopping_server_ends_the_recalls_in_flight_with_an_error(
 
     answers, took, late = aloop.run(go())
     assert all(a.is_error and text_of(a) == STOPPING for a in answers)
-    assert took < 2.0  # the grace, not the 30 s of work
+    assert took < 15  # the 0.2 s grace, not the 30 s of work (slack for a loaded machine)
     assert late.is_error and text_of(late) == STOPPING  # refused once stopping
     assert drain.in_flight == 0

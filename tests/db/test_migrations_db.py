@@ -5,11 +5,14 @@ tests/unit/test_migrations.py, tests/system/test_migrations_system.py."""
 
 from __future__ import annotations
 
+import uuid
+
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from harness.memory.store.migrate import downgrade, upgrade_to_head
+from harness.memory.store.sql import APP_ROLE
 from harness.memory.store.sql.schema import metadata
 
 TABLES = {
@@ -112,3 +115,37 @@ def test_a_memory_keeps_its_vectors_in_its_row(fresh_db_url: str) -> None:
         assert toast_pages == 0
     finally:
         store.close()
+
+
+def test_the_app_roles_only_read_the_schema_revision(fresh_db_url: str) -> None:
+    """Least privilege: ``harness_app`` and ``HARNESS_APP_ROLE`` read ``alembic_version`` (the
+    store checks its revision) but never write it; they keep DML on the store's tables."""
+    engine = sa.create_engine(fresh_db_url)
+    role = f"app_{uuid.uuid4().hex[:8]}"
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"CREATE ROLE {role} NOLOGIN"))
+        upgrade_to_head(engine, app_role=role)
+        with engine.connect() as conn:
+            for who in (APP_ROLE, role):
+                granted = {
+                    (table, what)
+                    for table in ("alembic_version", "memories")
+                    for what in ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE")
+                    if conn.execute(
+                        sa.text("SELECT has_table_privilege(:who, :table, :what)"),
+                        {"who": who, "table": table, "what": what},
+                    ).scalar()
+                }
+                assert granted == {
+                    ("alembic_version", "SELECT"),
+                    ("memories", "SELECT"),
+                    ("memories", "INSERT"),
+                    ("memories", "UPDATE"),
+                    ("memories", "DELETE"),
+                }, who
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP OWNED BY {role}"))
+            conn.execute(sa.text(f"DROP ROLE {role}"))
+    finally:
+        engine.dispose()

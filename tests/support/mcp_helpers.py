@@ -1,8 +1,10 @@
-"""Shared pieces of the MCP server tests: tool-result text, a seeded tenant, a free port."""
+"""Shared pieces of the MCP server tests: tool-result text, a seeded tenant, the served port."""
 
 from __future__ import annotations
 
-import socket
+import os
+import re
+from pathlib import Path
 from typing import Any
 
 from harness.memory import MemoryCandidate, MemoryStore
@@ -43,7 +45,21 @@ def seed(store: MemoryStore, tenant: str) -> None:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def served_port(start_line: str) -> int:
+    """The port an HTTP server started on ``127.0.0.1:0`` got, from its start line
+    (``... listening on HOST:PORT (from ...) ...``). Servers in tests always bind port 0:
+    a port picked beforehand and freed can be taken by any connection before the server
+    binds it (or between a server's stop and the next bind)."""
+    found = re.search(r"listening on (?:\[[^\]]*\]|[^\s:]+):(\d+) ", start_line)
+    assert found, f"no port in the start line: {start_line!r}"
+    return int(found.group(1))
+
+
+def lexical_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """This process's environment for a server subprocess that finds no model (lexical-only,
+    at once): the model variable unset, no hub, an empty fastembed cache. (A model folder
+    named but missing is an error, not a way to turn vectors off.)"""
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_EMBED_MODEL_PATH"}
+    env.update(HF_HUB_OFFLINE="1", FASTEMBED_CACHE_PATH=str(tmp / "empty-fastembed-cache"))
+    env.update(extra)
+    return env

@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from tests.support.pg_tcp import _bin_dir, _free_port
+from tests.support.pg_tcp import _bin_dir, server_port
 
 SUPERUSER = "postgres"
 DATABASE = "harness"
@@ -147,7 +147,7 @@ def primary_with_replica(*, prepare: Any = None) -> Iterator[ReplicatedServer]:
         if run_as:
             os.chown(root, run_as["user"], run_as["group"])
             os.chown(sock, run_as["user"], run_as["group"])
-        nodes.append(_Node(root / name, sock, _free_port(), root / f"{name}.log"))
+        nodes.append(_Node(root / name, sock, server_port(), root / f"{name}.log"))
     primary, replica = nodes
     server = ReplicatedServer(primary, replica, bin_dir, run_as)
     run = dict(check=True, capture_output=True, timeout=120, **run_as)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
@@ -30,10 +31,25 @@ def _bin_dir() -> Path:
     return Path(utils.POSTGRES_VERSIONS[utils.TARGET_POSTGRES_VERSION])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def server_port() -> int:
+    """A free port for a server that binds it itself (PostgreSQL takes no socket).
+
+    Below the system's ephemeral range: outgoing connections and ``bind(0)`` (every other
+    server in the tests) only ever take ports inside it, so a port from here stays free from
+    this check to the server's bind, and across a stop and start of that server. A port
+    picked by ``bind(0)`` and released may be any busy machine's next local port.
+    """
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    pick = random.SystemRandom()
+    for _ in range(500):
+        port = pick.randrange(max(1024, low - 10_000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {max(1024, low - 10_000)}-{low - 1}")
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,7 @@ def tcp_server() -> Iterator[TcpServer]:
     pwfile.write_text(SUPERUSER_PASSWORD)
     if kwargs:
         os.chown(pwfile, kwargs["user"], kwargs["group"])
-    port = _free_port()
+    port = server_port()
     run = dict(check=True, capture_output=True, timeout=120, **kwargs)
     try:
         subprocess.run(

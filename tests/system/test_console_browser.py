@@ -75,7 +75,7 @@ def browser() -> Iterator[Chrome]:
     if missing:
         pytest.fail(
             f"the browser test needs {', '.join(missing)}: "
-            "`apt-get install -y chromium chromium-driver` (.ci/run does this)"
+            "`apt-get install -y chromium chromium-driver` (`make test` does this as root)"
         )
     # Selenium Manager must not try to download a browser or driver.
     os.environ["SE_OFFLINE"] = "true"

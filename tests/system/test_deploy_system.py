@@ -25,10 +25,12 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from harness import __version__
+from harness.mcp_server import TokenFile
+from harness.memory import Caller
 from harness.memory.store.migrate import head_revision
 from tests.db.test_deploy_db import readiness_of
 from tests.support.stores import UNREACHABLE_URL, create_database
-from tests.system.test_operability import CLI, cli_env, first_line, free_port, run_cli
+from tests.system.test_operability import CLI, cli_env, first_line, run_cli, served_port
 
 KEY = "ingest-key-from-a-file-0123"
 
@@ -36,32 +38,25 @@ KEY = "ingest-key-from-a-file-0123"
 
 
 class Relay:
-    """Accepts on 127.0.0.1:``port`` and pipes each connection to PostgreSQL. ``stop`` closes
-    the listener and every relayed connection (the database is gone); ``start`` listens again
-    on the same port (it is back)."""
+    """Pipes each connection on 127.0.0.1:``port`` to PostgreSQL. ``stop`` ends every relayed
+    connection and turns new ones away at once (the database is gone); ``start`` relays again
+    (it is back). The port is the system's choice, held from first to last: nothing else can
+    take it between a stop and a start."""
 
     def __init__(self, target: tuple[int, object]):
         self.family, self.address = target
-        self.port = free_port()
-        self._listener: socket.socket | None = None
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=32)
+        self.port = int(self._listener.getsockname()[1])
+        self.up = False
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
 
     def start(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(32)
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        self.up = True
 
     def stop(self) -> None:
-        if self._listener is not None:
-            # close() alone does not wake a thread blocked in accept(); shutdown() does.
-            with contextlib.suppress(OSError):
-                self._listener.shutdown(socket.SHUT_RDWR)
-            self._listener.close()
-            self._listener = None
+        self.up = False
         with self._lock:
             for conn in self._open:
                 with contextlib.suppress(OSError):
@@ -69,12 +64,22 @@ class Relay:
                 conn.close()
             self._open.clear()
 
-    def _accept(self, listener: socket.socket) -> None:
+    def close(self) -> None:
+        self.stop()
+        # close() alone does not wake a thread blocked in accept(); shutdown() does.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+
+    def _accept(self) -> None:
         while True:
             try:
-                client, _ = listener.accept()
+                client, _ = self._listener.accept()
             except OSError:
                 return
+            if not self.up:
+                client.close()
+                continue
             upstream = socket.socket(self.family, socket.SOCK_STREAM)
             try:
                 upstream.connect(self.address)  # type: ignore[arg-type]
@@ -119,7 +124,7 @@ def relayed_db(server_url: str, tmp_path: Path) -> Iterator[tuple[Relay, str]]:
     try:
         yield relay, through.render_as_string(hide_password=False)
     finally:
-        relay.stop()
+        relay.close()
 
 
 def get(url: str) -> httpx.Response:
@@ -144,17 +149,16 @@ def test_health_and_readiness_follow_the_database_and_settings_come_from_the_env
     relay, url = relayed_db
     key_file = tmp_path / "ingest.key"
     key_file.write_text(KEY + "\n")
-    port = free_port()
     env = cli_env(
         tmp_path / "home",
         tmp_path,
         HARNESS_DATABASE_URL=url,
-        HARNESS_MCP_HTTP=f"127.0.0.1:{port}",
+        HARNESS_MCP_HTTP="127.0.0.1:0",  # the system chooses; the start line says which
         HARNESS_MCP_INGEST_KEY_FILE=str(key_file),
         HARNESS_LOG_FORMAT="json",
-        HARNESS_EMBED_MODEL_PATH=str(tmp_path / "no-model"),
     )
     tokens = tmp_path / "tokens.json"
+    TokenFile(tokens).add(Caller("t", "u"))
     proc = subprocess.Popen(
         [*CLI, "mcp", "--tokens", str(tokens), "--log-level", "info"],
         env=env,
@@ -162,9 +166,10 @@ def test_health_and_readiness_follow_the_database_and_settings_come_from_the_env
         stderr=subprocess.PIPE,
         text=True,
     )
-    base = f"http://127.0.0.1:{port}"
     try:
         line = first_line(proc, timeout=120)
+        port = served_port(line)
+        base = f"http://127.0.0.1:{port}"
         # What was read from where, on one line, without the key or the database password.
         assert line.startswith(f"harness-memory {__version__} MCP on {base}/mcp"), line
         assert f"listening on 127.0.0.1:{port} (from HARNESS_MCP_HTTP)" in line

@@ -60,5 +60,5 @@ def test_version_takes_under_a_second_of_cpu() -> None:
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    assert done.stdout.startswith("harness-memory ")
+    assert done.stdout.startswith("harness-memory-pg ")
     assert cpu < 1.0, f"{cpu:.2f} s of CPU"

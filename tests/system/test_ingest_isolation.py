@@ -26,27 +26,24 @@ INGEST_KEY = "ingest-key-0123456789abcdef"
 AUTH = {"X-Ingest-Key": INGEST_KEY}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def ingest_url(aloop: LoopThread, astore: AsyncMemoryStore) -> Iterator[str]:
     handler = IngestHandler(astore, INGEST_KEY)
     app = Starlette(routes=[Route("/v1/memories", handler.__call__, methods=["POST"])])
-    port = free_port()
-    web = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", backlog=512)
-    )
-    serving = aloop.submit(web.serve())  # on the store's loop
-    deadline = time.time() + 10
-    while not web.started and time.time() < deadline:
+    # bound here, port 0: the system's free port, held until the server has it
+    sock = socket.create_server(("127.0.0.1", 0), backlog=512)
+    port = sock.getsockname()[1]
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    serving = aloop.submit(web.serve(sockets=[sock]))  # on the store's loop
+    deadline = time.monotonic() + 60  # a bound for a stuck start, not a speed claim
+    while not web.started:
+        assert not serving.done(), serving.exception()
+        assert time.monotonic() < deadline, "the ingest server did not start"
         time.sleep(0.05)
     yield f"http://127.0.0.1:{port}/v1/memories"
     web.should_exit = True
-    serving.result(timeout=10)
+    serving.result(timeout=30)
+    sock.close()
 
 
 def good(tenant: str, content: str = "The release train leaves on Thursdays") -> dict[str, Any]:

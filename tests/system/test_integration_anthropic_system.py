@@ -19,4 +19,4 @@ def test_importing_without_the_extra_says_what_to_install() -> None:
         "try:\n    import harness.integrations.anthropic_memory\nexcept ImportError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'harness-memory[anthropic]'" in out.stdout
+    assert "pip install 'harness-memory-pg[anthropic]'" in out.stdout

@@ -32,4 +32,4 @@ def test_without_the_extra_the_import_error_names_the_extra(
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert f"pip install 'harness-memory[{extra}]'" in done.stdout
+    assert f"pip install 'harness-memory-pg[{extra}]'" in done.stdout

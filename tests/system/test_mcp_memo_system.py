@@ -6,8 +6,8 @@ tests/unit/test_mcp_memo.py, tests/db/test_mcp_memo_db.py."""
 from __future__ import annotations
 
 import json
-import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.db.test_mcp_memo_db import MODES, memo_round_trip, tool
+from tests.support.mcp_helpers import lexical_env
 
 
 def http_client(base: str, token: str, mode: str) -> Any:
@@ -68,14 +69,13 @@ def test_memo_over_http_is_bound_to_the_token(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_memo_over_stdio(db_url: str, tenant: str, mode: str) -> None:
-    env = {
-        **os.environ,
-        "HARNESS_DATABASE_URL": db_url,
-        "HARNESS_MCP_TENANT": tenant,
-        "HARNESS_MCP_USER": "alice",
-        "HARNESS_EMBED_MODEL_PATH": "/nonexistent-model",
-    }
+def test_memo_over_stdio(db_url: str, tenant: str, mode: str, tmp_path: Path) -> None:
+    env = lexical_env(
+        tmp_path,
+        HARNESS_DATABASE_URL=db_url,
+        HARNESS_MCP_TENANT=tenant,
+        HARNESS_MCP_USER="alice",
+    )
     params = StdioServerParameters(
         command=sys.executable, args=["-W", "ignore", "-m", "harness.cli", "mcp"], env=env
     )

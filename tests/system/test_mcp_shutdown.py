@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,12 +17,20 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.mcp_server import TokenFile
+from harness.mcp_server import McpLimits, TokenFile
+from harness.mcp_server.http import HttpOptions
 from harness.memory import Caller, MemoryStore
-from tests.support.mcp_helpers import free_port, seed
+from tests.support.mcp_helpers import seed, served_port
 
 CLIENTS = 8
 CLI_MCP = (sys.executable, "-m", "harness.cli", "mcp")
+#: What a stopping server promises: recalls in flight get the drain grace, then uvicorn waits
+#: at most its graceful-shutdown bound for the rest. On a quiet machine the exit takes well
+#: under a second (printed); on a loaded one, the scheduler may add seconds to any of it, so
+#: the test bounds the exit by the promise plus slack, measured from the signal: a server
+#: that waits for its work to finish, or hangs, still fails.
+PROMISED_S = McpLimits().drain_grace_s + HttpOptions().shutdown_grace_s
+SLACK_S = 5.0
 
 
 class Load:
@@ -53,14 +62,13 @@ class Load:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_sigint_under_load_exits_within_a_second_or_so(
+def test_sigint_under_load_exits_within_the_promised_grace(
     semantic_store: MemoryStore, tenant: str, semantic_db_url: str, tmp_path: Path, workers: int
 ) -> None:
     # the real model: query embeddings are in flight in worker threads when the signal comes
     seed(semantic_store, tenant)
     tokens = TokenFile(tmp_path / "tokens.json")
     token = tokens.add(Caller(tenant, "alice"))
-    port = free_port()
     env = {
         # unset: the HTTP server's own default of one model thread per call (start line)
         **{k: v for k, v in os.environ.items() if k != "HARNESS_EMBED_THREADS"},
@@ -69,17 +77,18 @@ def test_sigint_under_load_exits_within_a_second_or_so(
         "HARNESS_MCP_TOKENS": str(tokens.path),
     }
     proc = subprocess.Popen(
-        [*CLI_MCP, "--http", f"127.0.0.1:{port}", "--workers", str(workers)],
+        [*CLI_MCP, "--http", "127.0.0.1:0", "--workers", str(workers)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    load = Load(f"http://127.0.0.1:{port}", token)
+    load: Load | None = None
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # the start line: serving
         assert "/mcp" in line, proc.stderr.read() if proc.stderr else line
+        load = Load(f"http://127.0.0.1:{served_port(line)}", token)
         assert "embedder: hybrid (" in line and ", 1 thread per model call)" in line, line
         assert f"workers: {workers} (from --workers)" in line, line
         load.thread.start()
@@ -90,17 +99,18 @@ def test_sigint_under_load_exits_within_a_second_or_so(
         in_flight_at = load.answered
         signalled = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # failed below, with its log
+            proc.wait(timeout=PROMISED_S + SLACK_S + 30)
         exit_s = time.monotonic() - signalled
     finally:
-        load.stop.set()
+        if load is not None:
+            load.stop.set()
         if proc.poll() is None:
             proc.kill()
         _, err = proc.communicate(timeout=30)
-        if load.thread.is_alive():
+        if load is not None and load.thread.is_alive():
             load.thread.join(timeout=30)
     print(f"exit after SIGINT under load: {exit_s:.3f} s ({in_flight_at} calls answered before)")
+    assert exit_s < PROMISED_S + SLACK_S, f"took {exit_s:.2f} s to exit:\n{err}"
     assert proc.returncode == 128 + signal.SIGINT, err
     assert "Traceback" not in err, err
-    # The goal is under 1 s; the bound leaves slack for a loaded CI machine.
-    assert exit_s < 3.0, f"took {exit_s:.2f} s to exit"

@@ -5,8 +5,8 @@ tests/db/test_mcp.py."""
 
 from __future__ import annotations
 
-import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,7 +19,7 @@ from harness.mcp_server import (
     hash_token,
 )
 from harness.memory import MemoryStore
-from tests.support.mcp_helpers import INGEST_KEY, seed, text_of
+from tests.support.mcp_helpers import INGEST_KEY, lexical_env, seed, text_of
 
 # --- HTTP ------------------------------------------------------------------------------------
 
@@ -117,15 +117,16 @@ def test_ingest_checks_key_body_guard_and_is_idempotent(
     assert "Thursdays" in out
 
 
-def test_stdio_server_subprocess(store: MemoryStore, tenant: str, db_url: str) -> None:
+def test_stdio_server_subprocess(
+    store: MemoryStore, tenant: str, db_url: str, tmp_path: Path
+) -> None:
     seed(store, tenant)
-    env = {
-        **os.environ,
-        "HARNESS_DATABASE_URL": db_url,
-        "HARNESS_MCP_TENANT": tenant,
-        "HARNESS_MCP_USER": "bob",
-        "HARNESS_EMBED_MODEL_PATH": "/nonexistent-model",
-    }
+    env = lexical_env(
+        tmp_path,
+        HARNESS_DATABASE_URL=db_url,
+        HARNESS_MCP_TENANT=tenant,
+        HARNESS_MCP_USER="bob",
+    )
     params = StdioServerParameters(
         command=sys.executable, args=["-W", "ignore", "-m", "harness.cli", "mcp"], env=env
     )

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from harness.mcp_server import TokenFile
 from harness.memory import Caller
-from tests.system.test_operability import free_port
+from tests.support.mcp_helpers import served_port
 
 CLI_MCP = (sys.executable, "-m", "harness.cli", "mcp")
 
@@ -84,9 +83,21 @@ def server_env(private_db_url: str, tmp_path: Path) -> tuple[dict[str, str], str
     return env, token
 
 
-def start(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[str]:
+def listening(port: int) -> bool:
+    """Whether any process listens on TCP ``port`` (from /proc/net/tcp: state 0A)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for row in Path(table).read_text().splitlines()[1:]:
+                local, state = row.split()[1], row.split()[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    return True
+    return False
+
+
+def start(env: dict[str, str], workers: int) -> subprocess.Popen[str]:
+    """The server on port 0: the system picks a free port, the start line names it."""
     return subprocess.Popen(
-        [*CLI_MCP, "--http", f"127.0.0.1:{port}", "--workers", str(workers)],
+        [*CLI_MCP, "--http", "127.0.0.1:0", "--workers", str(workers)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -98,15 +109,15 @@ def test_workers_share_memos_and_a_dead_worker_is_replaced(
     server_env: tuple[dict[str, str], str],
 ) -> None:
     env, token = server_env
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start(env, port, 2)
+    proc = start(env, 2)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "/mcp" in line and "workers: 2 (from --workers)" in line, line + (
             proc.stderr.read() if proc.stderr else ""
         )
+        port = served_port(line)
+        base = f"http://127.0.0.1:{port}"
         first = children(proc.pid)
         assert len(first) == 2, first
         opened, error = anyio.run(call, base, token, "recallset_add", {"content": "keep the ids"})
@@ -133,9 +144,10 @@ def test_workers_share_memos_and_a_dead_worker_is_replaced(
         # The supervisor is killed outright: its workers notice and stop by themselves.
         proc.kill()
         proc.wait(timeout=10)
-        wait_for(lambda: not any(alive(pid) for pid in second), 20, "orphaned workers to stop")
-        with socket.create_server(("127.0.0.1", port)):  # nobody holds the port any more
-            pass
+        wait_for(lambda: not any(alive(pid) for pid in second), 60, "orphaned workers to stop")
+        # Nobody listens on the port any more. (Binding it again would not prove that: once
+        # free, any process's outgoing connection may take it as its local port.)
+        wait_for(lambda: not listening(port), 30, "the port to be released")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -143,12 +155,15 @@ def test_workers_share_memos_and_a_dead_worker_is_replaced(
 
 
 def test_a_worker_that_cannot_start_stops_the_server(
-    server_env: tuple[dict[str, str], str],
+    server_env: tuple[dict[str, str], str], tmp_path: Path
 ) -> None:
     env, _ = server_env
-    closed = free_port()  # nothing listens there
-    env = {**env, "HARNESS_DATABASE_URL": f"postgresql+psycopg://u:p@127.0.0.1:{closed}/db"}
-    proc = start(env, free_port(), 2)
+    # The supervisor checks the database itself (an unusable one is its one error line); what
+    # only a worker meets is the model: a named folder that holds none.
+    empty = tmp_path / "empty-model"
+    empty.mkdir()
+    env = {**env, "HARNESS_EMBED_MODEL_PATH": str(empty)}
+    proc = start(env, 2)
     try:
         out, err = proc.communicate(timeout=120)
     finally:
@@ -156,5 +171,6 @@ def test_a_worker_that_cannot_start_stops_the_server(
             proc.kill()
     assert proc.returncode == 2, err
     assert "before it was ready" in err and "an MCP worker could not start" in err, err
+    assert "HARNESS_EMBED_MODEL_PATH" in err, err
     assert "/mcp" not in out  # never announced as serving
     assert not children(proc.pid)

@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from harness.memory.store.embedded import live_handle_pids, postmaster_pid
+from tests.support.mcp_helpers import served_port
 
 CLI = [sys.executable, "-m", "harness.cli"]
 
@@ -43,12 +44,6 @@ def home() -> Iterator[Path]:
         for proc in postgres_of(folder / "home"):
             proc.kill()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -119,15 +114,10 @@ def first_line(proc: subprocess.Popen[str], timeout: float) -> str:
 def test_sigterm_on_http_server_logs_auth_failures_and_leaves_no_postgres(
     home: Path, tmp_path: Path
 ) -> None:
-    port = free_port()
-    env = cli_env(
-        home,
-        tmp_path,
-        HARNESS_EMBED_MODEL_PATH=str(tmp_path / "no-model"),
-        HARNESS_MCP_INGEST_KEY="ingest-key-of-20-chars",
-    )
+    # no HARNESS_EMBED_MODEL_PATH, no hub, an empty fastembed cache: lexical-only
+    env = cli_env(home, tmp_path, HARNESS_MCP_INGEST_KEY="ingest-key-of-20-chars")
     proc = subprocess.Popen(
-        [*CLI, "mcp", "--http", f"127.0.0.1:{port}"],
+        [*CLI, "mcp", "--http", "127.0.0.1:0"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -135,6 +125,7 @@ def test_sigterm_on_http_server_logs_auth_failures_and_leaves_no_postgres(
     )
     try:
         line = first_line(proc, timeout=120)
+        port = served_port(line)
         # The start line: URL, token file, ingest and embedder mode, on one line.
         assert f"http://127.0.0.1:{port}/mcp" in line, line
         assert str(home / "mcp-tokens.json") in line
@@ -170,7 +161,7 @@ def test_sigterm_on_http_server_logs_auth_failures_and_leaves_no_postgres(
 
 
 def test_sigterm_on_stdio_server_leaves_no_postgres(home: Path, tmp_path: Path) -> None:
-    env = cli_env(home, tmp_path, HARNESS_EMBED_MODEL_PATH=str(tmp_path / "no-model"))
+    env = cli_env(home, tmp_path)  # lexical-only: no model variable, no hub, empty cache
     proc = subprocess.Popen(
         [*CLI, "mcp", "--tenant", "t", "--user", "u"],
         env=env,

@@ -111,6 +111,12 @@ def test_owner_migrates_with_app_role_then_app_runs_without_ddl(server: TcpServe
     assert "harness-memory init" in str(behind.value)
 
     _connect(server.url(OWNER, OWNER_PW, db), app_role=APP).close()
+    # CLUSTER rewrites the table: the app login is told to run it as the owner, not to grant
+    denied = CliRunner().invoke(cli_app, ["cluster", "--url", app_url], env={"COLUMNS": "400"})
+    assert denied.exit_code == 2, denied.output
+    (line,) = [x for x in denied.output.splitlines() if x.startswith("error:")]
+    assert "permission denied" in line and "as the tables' owner" in line, line
+    assert "grant this role" not in line and APP_PW not in denied.output
     store = _connect(app_url, migrate="never")
     try:
         tenant = "t1"

@@ -42,7 +42,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
         timeout=300,
     )
-    (built,) = out.glob("harness_memory-*.whl")
+    (built,) = out.glob("harness_memory_pg-*.whl")
     return built
 
 
@@ -53,6 +53,9 @@ def test_wheel_has_no_generic_top_level_packages(wheel: Path) -> None:
     assert "harness/_migrations/env.py" in names
     assert "harness/_migrations/script.py.mako" in names
     assert any(n.startswith("harness/_migrations/versions/0001") for n in names)
+    # the Apache License text travels with the distribution (pyproject says Apache-2.0)
+    licence = [n for n in names if ".dist-info/" in n and n.endswith("/LICENSE")]
+    assert licence and b"Apache License" in zipfile.ZipFile(wheel).read(licence[0])
 
 
 def test_installed_wheel_runs_init_demo_status_outside_the_checkout(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -12,9 +12,12 @@ from hypothesis import strategies as st
 from harness.clock import FixedClock
 from harness.console.backend import format_cursor, parse_cursor, parse_memory_id
 from harness.console.chart import ORIGIN_COLOURS, layout_chart
+from harness.console.present import relevance_label, trace_detail, when
 from harness.console.sessions import SessionStore
 from harness.console.tokens import Admin
 from harness.errors import InvalidInput, MemoryNotFound
+from harness.memory.domain.recall import RecalledItem
+from harness.memory.domain.types import Memory
 
 aware = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
@@ -103,3 +106,62 @@ def test_sessions_are_unguessable_and_distinct() -> None:
 def test_admins_need_a_name_and_tenants(name: str, tenants: tuple[str, ...]) -> None:
     with pytest.raises(InvalidInput):
         Admin(name, tenants)
+
+
+# --- how values are worded (issue 35: always-on items, dates, empty signals) -------------------
+
+
+def _item(kind: str, scope: str, relevance: float) -> RecalledItem:
+    memory = Memory(
+        id=uuid.uuid4(),
+        tenant="t",
+        scope=scope,
+        scope_id="" if scope == "platform" else "s",
+        kind=kind,
+        key=None,
+        content="c",
+        context=None,
+        priority=0,
+        status="active",
+        source={"origin": "api"},
+        created_at=datetime(2026, 3, 2, tzinfo=UTC),
+        expires_at=None,
+        supersedes=None,
+        superseded_by=None,
+        fingerprint="f",
+    )
+    return RecalledItem(memory, "text", relevance)
+
+
+@pytest.mark.parametrize(
+    ("kind", "scope", "relevance", "label"),
+    [
+        ("constraint", "platform", 0.0, "always: constraint"),
+        ("preference", "user", 0.0, "always: preference"),
+        ("lesson", "workflow", 0.0, "always: workflow scope"),
+        ("fact", "session", 0.0, "always: session scope"),
+        ("lesson", "user", 0.4321, "0.432"),
+    ],
+)
+def test_an_item_included_whatever_the_query_says_so_instead_of_relevance_zero(
+    kind: str, scope: str, relevance: float, label: str
+) -> None:
+    assert relevance_label(_item(kind, scope, relevance)) == label
+
+
+@given(aware)
+def test_dates_read_to_the_second_in_utc_without_microseconds(at: datetime) -> None:
+    shown = when(at.astimezone(timezone(timedelta(hours=5))))
+    assert shown == at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert "T" not in shown.removesuffix(" UTC") and "." not in shown and "+" not in shown
+    assert when(at, seconds=False) == at.strftime("%Y-%m-%d %H:%M UTC")
+    assert when(None) == "—"
+
+
+def test_an_empty_trace_signal_is_said_in_words() -> None:
+    line = "judged not relevant (p < 0.150): p=0.04 (sim +0.18) sim=0.108 idf_coverage=-"
+    assert trace_detail(line).endswith("sim=0.108 no word match")
+    assert trace_detail("x sim=- idf_coverage=0.50") == "x no vector idf_coverage=0.50"
+    assert trace_detail("kept: platform constraint, 63 chars") == (
+        "kept: platform constraint, 63 chars"
+    )

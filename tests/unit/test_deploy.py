@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from harness import __version__
+from harness._version import DISTRIBUTION
 from harness.cli import app
 from harness.errors import InvalidInput
 from harness.logs import JsonLinesFormatter
@@ -32,7 +33,7 @@ from harness.mcp_server.serve_config import (
     serving_settings,
     start_line,
 )
-from harness.memory import AsyncMemoryStore
+from harness.memory import AsyncMemoryStore, Caller
 from harness.settings import Settings
 from tests.support.stores import UNREACHABLE_URL
 
@@ -40,9 +41,9 @@ from tests.support.stores import UNREACHABLE_URL
 
 
 def test_one_version_on_every_channel(tmp_path: Path) -> None:
-    assert importlib.metadata.version("harness-memory") == __version__
+    assert importlib.metadata.version(DISTRIBUTION) == __version__
     out = CliRunner().invoke(app, ["--version"])
-    assert out.exit_code == 0 and out.output.strip() == f"harness-memory {__version__}"
+    assert out.exit_code == 0 and out.output.strip() == f"{DISTRIBUTION} {__version__}"
 
     async def built() -> MCPServer:
         store = await AsyncMemoryStore.connect(
@@ -89,6 +90,7 @@ def test_flags_win_over_variables_which_win_over_defaults(
     assert env_only.log_from == "HARNESS_LOG_LEVEL, default"
     assert env_only.tokens == tmp_path / "mcp-tokens.json" and env_only.tokens_from == "default"
     assert env_only.ingest_from == "HARNESS_MCP_INGEST_KEY"
+    TokenFile(tmp_path / "x.json").add(Caller("t", "u"))
     flagged = resolve_serve_config(
         s, ServeFlags(http="[::1]:8000", log_level="debug", tokens=tmp_path / "x.json")
     )
@@ -103,7 +105,13 @@ def test_flags_win_over_variables_which_win_over_defaults(
     ("env", "flags", "named"),
     [
         ({"HARNESS_MCP_HTTP": "nohost"}, ServeFlags(), "HARNESS_MCP_HTTP"),
-        ({}, ServeFlags(http="1.2.3.4:0"), "--http"),
+        ({}, ServeFlags(http="1.2.3.4:65536"), "--http"),
+        ({"HARNESS_MCP_HTTP": "h:1"}, ServeFlags(tokens=Path("/no/such/tokens.json")), "--tokens"),
+        (
+            {"HARNESS_MCP_HTTP": "h:1", "HARNESS_MCP_TOKENS": "/no/such/t.json"},
+            ServeFlags(),
+            "HARNESS_MCP_TOKENS",
+        ),
         ({"HARNESS_MCP_HTTP": "h:1"}, ServeFlags(log_format="xml"), "--log-format"),
         ({"HARNESS_MCP_HTTP": "h:1"}, ServeFlags(log_level="loud"), "--log-level"),
         (

@@ -21,6 +21,7 @@ from harness.errors import InvalidInput
 from harness.mcp_server import TokenFile, TokenFileVerifier
 from harness.mcp_server.http import (
     parse_http_address,
+    tell_late_connections,
 )
 from harness.memory import Caller
 from harness.run.extract import OpenAIExtractor
@@ -70,13 +71,18 @@ def test_openai_extractor_without_settings_names_the_variable(
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("127.0.0.1:8765", ("127.0.0.1", 8765)), ("[::1]:80", ("::1", 80)), ("h:1", ("h", 1))],
+    [
+        ("127.0.0.1:8765", ("127.0.0.1", 8765)),
+        ("[::1]:80", ("::1", 80)),
+        ("h:1", ("h", 1)),
+        ("127.0.0.1:0", ("127.0.0.1", 0)),  # the system chooses the port
+    ],
 )
 def test_http_address_parses(value: str, expected: tuple[str, int]) -> None:
     assert parse_http_address(value) == expected
 
 
-@pytest.mark.parametrize("value", ["8765", ":8765", "h:0", "h:65536", "h:x", "a:b:1", ""])
+@pytest.mark.parametrize("value", ["8765", ":8765", "h:-1", "h:65536", "h:x", "a:b:1", ""])
 def test_bad_http_address_names_the_option(value: str) -> None:
     with pytest.raises(InvalidInput) as info:
         parse_http_address(value)
@@ -134,3 +140,24 @@ def test_mcp_token_cli_mints_an_expiring_token(
     (entry,) = json.loads(path.read_text())["tokens"]
     assert abs(entry["expires_at"] - (time.time() + 2 * 86400)) < 60
     assert token not in path.read_text()  # only the hash is stored
+
+
+class _Connection:
+    def __init__(self) -> None:
+        self.told = 0
+
+    def shutdown(self) -> None:
+        self.told += 1
+
+
+def test_a_connection_registered_after_shutdown_began_is_told_to_close_once() -> None:
+    """uvicorn tells the connections it has once; one accepted a moment before the listener
+    closed registers later and would be kept alive by a busy client (issue 35: 10 s exits)."""
+    early, late = _Connection(), _Connection()
+    connections = {early}
+    told = set(connections)  # uvicorn's own pass
+    assert tell_late_connections(connections, told) == 0 and early.told == 0
+    connections.add(late)
+    assert tell_late_connections(connections, told) == 1
+    assert tell_late_connections(connections, told) == 0  # each one once
+    assert (early.told, late.told) == (0, 1)

@@ -81,6 +81,15 @@ def test_known_failures_are_misconfigurations_with_one_fix(
     assert diagnosis.advice is not None and advice in diagnosis.advice
 
 
+def test_a_privilege_error_of_an_owner_only_action_says_run_it_as_the_owner() -> None:
+    denied = "permission denied for table memories"
+    cluster = diagnose("42501", denied, action="cluster memories (waiting at most 3 s)")
+    assert cluster.misconfigured and cluster.advice is not None
+    assert "owner" in cluster.advice and "grant" not in cluster.advice.lower()
+    write = diagnose("42501", denied, action="write")  # a missing grant: say which
+    assert write.advice is not None and write.advice.startswith("grant this role")
+
+
 @pytest.mark.parametrize(
     ("sqlstate", "message"),
     [

@@ -153,10 +153,20 @@ _KNOWN: tuple[tuple[str | None, str, str], ...] = (
 #: SQLSTATE classes of configuration errors: 28 (authorization), 3D (no such database),
 #: privilege errors (42501) only with a known message above (an RLS violation is a bug).
 _MISCONFIGURED_STATES = ("28", "3D")
+#: Actions only the table's owner may run (PostgreSQL's CLUSTER): a privilege error there
+#: means the command ran as the wrong login, not that a grant is missing.
+_OWNER_ONLY_ACTIONS = ("cluster",)
+_RUN_AS_OWNER = (
+    "run it as the tables' owner (the owner's URL in --url or HARNESS_DATABASE_URL), as "
+    "`harness-memory init` runs; the application login may not rewrite the table"
+)
 
 
-def diagnose(sqlstate: str | None, message: str) -> Diagnosis:
-    """Pure: classify a server or connection error by SQLSTATE and message."""
+def diagnose(sqlstate: str | None, message: str, *, action: str = "") -> Diagnosis:
+    """Pure: classify a server or connection error by SQLSTATE and message (and, for a
+    privilege error, by the ``action`` that met it)."""
+    if sqlstate == "42501" and action.startswith(_OWNER_ONLY_ACTIONS):
+        return Diagnosis(True, _RUN_AS_OWNER)
     low = message.lower()
     for state, fragment, advice in _KNOWN:
         if _contains_in_order(low, fragment.split("*")) and state in (None, sqlstate):
@@ -186,7 +196,7 @@ def translate_errors(action: str, *, url: str | None = None) -> Iterator[None]:
         raise
     except sa_exc.DBAPIError as exc:
         sqlstate, text = _describe(exc)
-        diagnosis = diagnose(sqlstate, text)
+        diagnosis = diagnose(sqlstate, text, action=action)
         where = f" ({redact_url(url)})" if url else ""
         if diagnosis.misconfigured:
             fix = f" What to do: {diagnosis.advice}." if diagnosis.advice else ""

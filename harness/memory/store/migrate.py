@@ -87,8 +87,8 @@ def check_schema_current(engine: Engine) -> None:
     raise StoreMisconfigured(
         f"the database has {have} but this version of harness-memory needs revision {head}, "
         "and migrations are off here (HARNESS_MIGRATE=never, or a read-only command). "
-        "What to do: run `harness-memory init` with the owner's URL (HARNESS_DATABASE_URL of "
-        "the role that owns the tables, HARNESS_MIGRATE unset)."
+        "What to do: run `harness-memory init` (on your own PostgreSQL as the role that owns "
+        "the tables: its URL in HARNESS_DATABASE_URL)."
     )
 
 
