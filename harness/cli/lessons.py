@@ -18,15 +18,25 @@ if TYPE_CHECKING:
 __all__ = ["lessons_app"]
 
 lessons_app = typer.Typer(
-    help="Lessons that learn: the retirement queue and a lesson's record.", no_args_is_help=True
+    help="Lessons that learn: the retirement queue and a lesson's record.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
-TenantOption = Annotated[str, typer.Option("--tenant", help="the lessons' tenant")]
+TenantOption = Annotated[
+    str, typer.Option("--tenant", metavar="TENANT", help="the lessons' tenant")
+]
 UrlOption = Annotated[
     str | None,
     typer.Option(
-        "--url", help="database URL (default: HARNESS_DATABASE_URL, else the embedded server)"
+        "--url",
+        metavar="URL",
+        help="database URL (default: HARNESS_DATABASE_URL, else the embedded server)",
     ),
+]
+ByOption = Annotated[str, typer.Option("--by", metavar="NAME", help="who decides")]
+ReasonOption = Annotated[
+    str | None, typer.Option("--reason", metavar="TEXT", help="why (kept in the record)")
 ]
 
 
@@ -50,7 +60,10 @@ def _print(text: str) -> None:
 
 @lessons_app.command("proposals")
 def proposals(tenant: TenantOption, url: UrlOption = None) -> None:
-    """Lessons proposed for retirement (they kept misleading or not helping, or faded)."""
+    """Lessons proposed for retirement.
+
+    A lesson is proposed when later runs show it kept misleading or not helping, or when
+    nothing happened to it for a long time. Read-only."""
     with _store(url, read_only=True) as store:
         items = store.retirement_proposals(tenant=tenant)
     if not items:
@@ -67,30 +80,33 @@ def proposals(tenant: TenantOption, url: UrlOption = None) -> None:
 
 @lessons_app.command("retire")
 def retire(
-    memory_id: Annotated[str, typer.Argument(help="the lesson's id")],
-    by: Annotated[str, typer.Option("--by", help="who retires it")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="the lesson's id")],
+    by: ByOption,
     tenant: TenantOption,
-    reason: Annotated[str | None, typer.Option("--reason", help="why")] = None,
+    reason: ReasonOption = None,
     url: UrlOption = None,
 ) -> None:
-    """Retire an active lesson (never recalled again until restored; recorded)."""
+    """Retire an active lesson.
+
+    It is kept (status retired), never recalled until restored; the decision is recorded."""
     with _store(url) as store:
         m = store.retire(memory_id, by, reason, tenant=tenant)
     _print(
-        f"retired {m.id} (restore with: harness-memory lessons restore {m.id} --by NAME "
-        f"--tenant {tenant})"
+        f"retired {m.id} (undo: harness-memory lessons restore {m.id} --by NAME --tenant {tenant})"
     )
 
 
 @lessons_app.command("restore")
 def restore(
-    memory_id: Annotated[str, typer.Argument(help="the retired lesson's id")],
-    by: Annotated[str, typer.Option("--by", help="who restores it")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="the retired lesson's id")],
+    by: ByOption,
     tenant: TenantOption,
-    reason: Annotated[str | None, typer.Option("--reason", help="why")] = None,
+    reason: ReasonOption = None,
     url: UrlOption = None,
 ) -> None:
-    """Bring a retired lesson back (recorded)."""
+    """Bring a retired lesson back.
+
+    The decision is recorded in the lesson's history."""
     with _store(url) as store:
         m = store.restore(memory_id, by, reason, tenant=tenant)
     _print(f"restored {m.id} ({m.status.value})")
@@ -98,11 +114,13 @@ def restore(
 
 @lessons_app.command("history")
 def history(
-    memory_id: Annotated[str, typer.Argument(help="the lesson's id")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="the lesson's id")],
     tenant: TenantOption,
     url: UrlOption = None,
 ) -> None:
-    """Everything that happened to one lesson: teachings, outcomes, retirement decisions."""
+    """One lesson's record.
+
+    Every teaching (task, wording), later run's outcome and retirement decision. Read-only."""
     with _store(url, read_only=True) as store:
         events = store.lesson_events(memory_id, tenant=tenant)
     if not events:
