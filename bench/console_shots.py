@@ -83,6 +83,42 @@ def _history(store: MemoryStore, clock: FixedClock) -> None:
     clock.at = now
 
 
+def _lessons(store: MemoryStore) -> None:
+    """A lesson proposed for retirement (it misled twice) and one already retired."""
+
+    def learn(run: str, task: str, **verdict: object) -> object:
+        placed = verdict.pop("placed", ())
+        return store.learn(
+            {
+                "tenant": TENANT,
+                "user_id": "alice",
+                "run_id": run,
+                "task": task,
+                "placed": placed,
+                "verdicts": [{"id": f"v-{run}", "accepted": False, **verdict}],
+            }
+        )
+
+    (misleading,) = learn(  # type: ignore[attr-defined]
+        "r-1", "Summarise the outage for the ops channel", feedback="Use a table for every list."
+    ).written
+    for run, task in (
+        ("r-2", "Tweet that we are back up"),
+        ("r-3", "Text the on-call a one-liner"),
+    ):
+        learn(
+            run,
+            task,
+            feedback="No table here.",
+            misled=[str(misleading.id)],
+            placed=[misleading.id],
+        )
+    (old,) = learn(  # type: ignore[attr-defined]
+        "r-4", "Draft the Q1 board memo", feedback="Quote revenue in thousands of EUR, never USD."
+    ).written
+    store.retire(old.id, "Ada Admin", "the finance team switched to USD", tenant=TENANT)
+
+
 @contextmanager
 def _served(store: MemoryStore, tokens: AdminTokenFile) -> Iterator[str]:
     sock = socket.create_server(("127.0.0.1", 0))
@@ -154,12 +190,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.console_shots", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("docs/console"))
     parser.add_argument("--widths", type=int, nargs="+", default=[1280, 390])
+    parser.add_argument("--only", nargs="+", default=None, help="shoot these pages only")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     clock = FixedClock(datetime(2026, 3, 2, 9, 30, 12, 345678, tzinfo=UTC))
     store = _store(clock)
     seeded = seed(store, TENANT, clock)
     _history(store, clock)
+    _lessons(store)
     tokens = AdminTokenFile(Path(tempfile.mkdtemp(prefix="console-shots-")) / "tokens.json")
     token = tokens.add("Ada Admin", [TENANT, QUIET])
     try:
@@ -178,7 +216,10 @@ def main() -> None:
                     "&query=How+long+should+my+answers+be%3F",
                 ),
                 ("status", "/status"),
+                ("retirements", f"/t/{TENANT}/retirements"),
             ]
+            if args.only:
+                pages = [(name, path) for name, path in pages if name in args.only]
             for width in args.widths:
                 _width(driver, width)
                 driver.delete_all_cookies()
