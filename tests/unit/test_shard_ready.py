@@ -89,17 +89,12 @@ ROUTED: dict[str, Callable[[], Any]] = {
     "lessons.events_of": lambda: lessons_sql.events_of("t", ID),
     "lessons.wordings_of": lambda: lessons_sql.wordings_of("t", [ID]),
     "lessons.lesson_stats": lambda: lessons_sql.lesson_stats("t"),
-    "lessons.delete_events_of": lambda: lessons_sql.delete_events_of("t", ID),
-    "lessons.delete_events_in_scope": lambda: lessons_sql.delete_events_in_scope(
+    "lessons.delete_records_of": lambda: lessons_sql.delete_records_of("t", ID),
+    "lessons.delete_records_in_scope": lambda: lessons_sql.delete_records_in_scope(
         "t", Scope.USER, "u"
     ),
-    "lessons.delete_events_of_expired": lambda: lessons_sql.delete_events_of_expired("t", NOW),
+    "lessons.delete_records_of_expired": lambda: lessons_sql.delete_records_of_expired("t", NOW),
     "lessons.add_scores": lessons_sql.add_scores,
-    "lessons.delete_scores_of": lambda: lessons_sql.delete_scores_of("t", ID),
-    "lessons.delete_scores_in_scope": lambda: lessons_sql.delete_scores_in_scope(
-        "t", Scope.USER, "u"
-    ),
-    "lessons.delete_scores_of_expired": lambda: lessons_sql.delete_scores_of_expired("t", NOW),
     "recall.pool_probe": lambda: recall_sql.pool_probe(has_workflow=True, has_session=True),
     "recall.recall_rows": lambda: recall_sql.recall_rows(has_workflow=True, has_session=True),
     **{

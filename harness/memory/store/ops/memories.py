@@ -329,8 +329,8 @@ def forget(tenant: str, memory_id: uuid.UUID) -> Op[bool]:
         return False
     for stmt in sql.unlink(tenant, memory_id):
         _ = yield stmt  # one round trip each (a list cannot be delegated to)
-    yield sql.delete_events_of(tenant, memory_id)  # a lesson's contexts hold task text
-    yield sql.delete_scores_of(tenant, memory_id)
+    for record in sql.delete_records_of(tenant, memory_id):  # contexts hold task text
+        _ = yield record
     yield sql.delete_by_id(tenant, memory_id)
     return True
 
@@ -338,8 +338,8 @@ def forget(tenant: str, memory_id: uuid.UUID) -> Op[bool]:
 def delete_scope(tenant: str, scope: Scope, scope_key: str) -> Op[int]:
     """Delete every memory of one (tenant, scope, scope_id) and its lessons' events; returns
     the count of memories."""
-    yield sql.delete_events_in_scope(tenant, scope, scope_key)
-    yield sql.delete_scores_in_scope(tenant, scope, scope_key)
+    for stmt in sql.delete_records_in_scope(tenant, scope, scope_key):
+        _ = yield stmt
     return int((yield sql.delete_scope(tenant, scope, scope_key)).rowcount)
 
 
@@ -356,8 +356,8 @@ def purge_expired(at: datetime) -> Op[int]:
     total = 0
     tenants = (yield sql.tenants_with_expired(at)).scalars().all()
     for tenant in tenants:
-        yield sql.delete_events_of_expired(tenant, at)
-        yield sql.delete_scores_of_expired(tenant, at)
+        for stmt in sql.delete_records_of_expired(tenant, at):
+            _ = yield stmt
         total += int((yield sql.purge_expired(tenant, at)).rowcount)
     return total
 

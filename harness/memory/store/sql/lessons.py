@@ -34,14 +34,12 @@ from harness.memory.store.sql.schema import lesson_events, lesson_scores, memori
 __all__ = [
     "CONTEXT_EVENTS",
     "OUTCOME_EVENTS",
+    "RECORD_TABLES",
     "WORDING_EVENTS",
     "add_scores",
-    "delete_events_in_scope",
-    "delete_events_of",
-    "delete_events_of_expired",
-    "delete_scores_in_scope",
-    "delete_scores_of",
-    "delete_scores_of_expired",
+    "delete_records_in_scope",
+    "delete_records_of",
+    "delete_records_of_expired",
     "events_of",
     "events_to_embed",
     "insert_events",
@@ -188,34 +186,27 @@ def add_scores() -> Insert:
     )
 
 
-def delete_scores_of(tenant: str, memory_id: uuid.UUID) -> Delete:
-    sc = lesson_scores.c
-    return delete(lesson_scores).where(sc.tenant == tenant, sc.memory_id == memory_id)
+#: The tables holding a lesson's record: what is deleted with the lesson (task texts, vectors).
+RECORD_TABLES = (lesson_events, lesson_scores)
 
 
-def delete_scores_in_scope(tenant: str, scope: Scope, scope_id: str) -> Delete:
+def _delete_records(tenant: str, memory_ids: Any) -> list[Delete]:
+    return [
+        delete(t).where(t.c.tenant == tenant, t.c.memory_id.in_(memory_ids)) for t in RECORD_TABLES
+    ]
+
+
+def delete_records_of(tenant: str, memory_id: uuid.UUID) -> list[Delete]:
+    """One memory's lesson record: its events and its scale (before the memory goes)."""
+    return _delete_records(tenant, [memory_id])
+
+
+def delete_records_in_scope(tenant: str, scope: Scope, scope_id: str) -> list[Delete]:
+    """The lesson records of every memory of one scope (before the memories go)."""
     ids = select(m.id).where(m.tenant == tenant, m.scope == scope.value, m.scope_id == scope_id)
-    sc = lesson_scores.c
-    return delete(lesson_scores).where(sc.tenant == tenant, sc.memory_id.in_(ids))
+    return _delete_records(tenant, ids)
 
 
-def delete_scores_of_expired(tenant: str, now: datetime) -> Delete:
-    ids = select(m.id).where(m.tenant == tenant, m.expires_at <= now)
-    sc = lesson_scores.c
-    return delete(lesson_scores).where(sc.tenant == tenant, sc.memory_id.in_(ids))
-
-
-def delete_events_of(tenant: str, memory_id: uuid.UUID) -> Delete:
-    return delete(lesson_events).where(e.tenant == tenant, e.memory_id == memory_id)
-
-
-def delete_events_in_scope(tenant: str, scope: Scope, scope_id: str) -> Delete:
-    """The events of every memory of one scope (before the memories go)."""
-    ids = select(m.id).where(m.tenant == tenant, m.scope == scope.value, m.scope_id == scope_id)
-    return delete(lesson_events).where(e.tenant == tenant, e.memory_id.in_(ids))
-
-
-def delete_events_of_expired(tenant: str, now: datetime) -> Delete:
-    """The events of the tenant's expired memories (before the memories go)."""
-    ids = select(m.id).where(m.tenant == tenant, m.expires_at <= now)
-    return delete(lesson_events).where(e.tenant == tenant, e.memory_id.in_(ids))
+def delete_records_of_expired(tenant: str, now: datetime) -> list[Delete]:
+    """The lesson records of the tenant's expired memories (before the memories go)."""
+    return _delete_records(tenant, select(m.id).where(m.tenant == tenant, m.expires_at <= now))
