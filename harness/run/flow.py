@@ -236,6 +236,6 @@ def run_flow(
                 status,
                 outcome.attempts,
                 clock.now(),
-                placed_ids(outcome.recall) if outcome.recall is not None else None,
+                placed_ids(outcome.recall),
             )
         )
