@@ -29,7 +29,7 @@ from harness.console.backend import (
     parse_memory_id,
 )
 from harness.console.chart import ORIGIN_COLOURS, layout_chart
-from harness.console.present import relevance_label, trace_detail, when
+from harness.console.present import relevance_label, when
 from harness.console.sessions import COOKIE_NAME, Session, SessionStore
 from harness.console.tokens import Admin, AdminTokenFile
 from harness.console.web import (
@@ -87,7 +87,6 @@ class Console:
         env.globals["ORIGIN_COLOURS"] = ORIGIN_COLOURS
         env.globals["relevance_label"] = relevance_label
         env.filters["when"] = when
-        env.filters["trace_detail"] = trace_detail
         self.templates = Jinja2Templates(env=env)
 
     # --- rendering -----------------------------------------------------------------------------

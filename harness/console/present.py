@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 
 from harness.memory.domain.recall import RecalledItem
 from harness.memory.domain.types import Kind
 
-__all__ = ["relevance_label", "trace_detail", "when"]
+__all__ = ["relevance_label", "when"]
 
 #: Kinds recall always offers, whatever the query (SPEC section 5: candidates).
 _ALWAYS_KINDS = (Kind.CONSTRAINT, Kind.PREFERENCE)
-#: A signal of a trace line that has no value ("-"): said in words instead.
-_NO_VALUE = {"sim": "no vector", "idf_coverage": "no word match"}
-_SIGNAL = re.compile(r"\b(sim|idf_coverage)=-(?=\s|$)")
 
 
 def when(at: datetime | None, *, seconds: bool = True) -> str:
@@ -35,9 +31,3 @@ def relevance_label(item: RecalledItem) -> str:
     if kind in _ALWAYS_KINDS:
         return f"always: {kind.value}"
     return f"always: {item.memory.scope.value} scope"
-
-
-def trace_detail(detail: str) -> str:
-    """A trace line with its empty signals in words (``idf_coverage=-``: no word of the query
-    matched; ``sim=-``: the memory has no vector)."""
-    return _SIGNAL.sub(lambda m: _NO_VALUE[m.group(1)], detail)

@@ -20,7 +20,6 @@ from bench.common import as_tenant
 from harness.clock import FixedClock
 from harness.console import AdminTokenFile, build_console_app, console_mount
 from harness.console.app import BROWSE_PAGE
-from harness.console.present import trace_detail
 from harness.memory import MemoryCandidate, MemoryStore
 from harness.memory.domain.types import RecallRequest, Status
 from harness.memory.store.sql.cleanups import enqueue
@@ -478,7 +477,7 @@ def test_playground_shows_the_block_exactly_as_recall_renders_it_and_the_trace(
     assert "Alice now wants three-line answers." in shown
     trace = body.split('id="trace"')[1].split("</table>")[0]
     for entry in expected.trace:
-        assert trace_detail(entry.detail) in html.unescape(trace)
+        assert entry.detail in html.unescape(trace)
     assert len(re.findall(r'<tr><td data-label="decision">(kept|dropped)</td>', trace)) == len(
         expected.trace
     )

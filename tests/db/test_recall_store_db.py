@@ -311,3 +311,16 @@ def test_explain_names_the_vector_strategy(store: MemoryStore, tenant: str) -> N
         hnsw.close()
     assert "HNSW index" in r2.explain()
     assert [i.memory.content for i in r2.items] == [i.memory.content for i in r.items]
+
+
+def test_explain_says_a_missing_word_match_in_words(store: MemoryStore, tenant: str) -> None:
+    """A signal a retriever did not return reads as words, never as ``idf_coverage=-``."""
+    store.write(
+        MemoryCandidate(
+            tenant=tenant, scope="user", scope_id="u", kind="fact", content="kestrel cluster"
+        )
+    )
+    vector_only = store.recall(
+        RecallRequest(tenant=tenant, user_id="u", query="zebra", relevance_threshold=1.0)
+    ).explain()
+    assert "no word match" in vector_only and "idf_coverage=-" not in vector_only

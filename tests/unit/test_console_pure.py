@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from harness.clock import FixedClock
 from harness.console.backend import format_cursor, parse_cursor, parse_memory_id
 from harness.console.chart import ORIGIN_COLOURS, layout_chart
-from harness.console.present import relevance_label, trace_detail, when
+from harness.console.present import relevance_label, when
 from harness.console.sessions import SessionStore
 from harness.console.tokens import Admin
 from harness.errors import InvalidInput, MemoryNotFound
@@ -156,12 +156,3 @@ def test_dates_read_to_the_second_in_utc_without_microseconds(at: datetime) -> N
     assert "T" not in shown.removesuffix(" UTC") and "." not in shown and "+" not in shown
     assert when(at, seconds=False) == at.strftime("%Y-%m-%d %H:%M UTC")
     assert when(None) == "—"
-
-
-def test_an_empty_trace_signal_is_said_in_words() -> None:
-    line = "judged not relevant (p < 0.150): p=0.04 (sim +0.18) sim=0.108 idf_coverage=-"
-    assert trace_detail(line).endswith("sim=0.108 no word match")
-    assert trace_detail("x sim=- idf_coverage=0.50") == "x no vector idf_coverage=0.50"
-    assert trace_detail("kept: platform constraint, 63 chars") == (
-        "kept: platform constraint, 63 chars"
-    )

@@ -245,3 +245,14 @@ def test_a_lesson_passes_for_the_same_task_again_but_never_when_misled_here() ->
     )
     kept, _ = fuse([again, fact, misled], cfg, lexical_only=False)
     assert [r.scored.id for r in kept] == [A]
+
+
+def test_a_trace_line_says_an_empty_signal_in_words() -> None:
+    from harness.memory.domain.ranking import Ranked
+    from harness.memory.domain.relevance import Judgement
+    from harness.memory.store.ops.retrieval import _signals
+
+    line = _signals(Ranked(Scored(A), 0.1, Judgement(0.04)))
+    assert line.endswith("no vector no word match") and "=-" not in line
+    full = _signals(Ranked(Scored(A, sim=0.108, idf_coverage=0.5), 0.1, Judgement(0.04)))
+    assert full.endswith("sim=0.108 idf_coverage=0.50")

@@ -392,9 +392,10 @@ def _dropped_detail(why: str, r: Ranked) -> str:
 
 def _signals(r: Ranked) -> str:
     s = r.scored
-    sim = f"{s.sim:.3f}" if s.sim is not None else "-"
-    cov = f"{s.idf_coverage:.2f}" if s.idf_coverage is not None else "-"
-    out = f"{r.judgement.explain()} sim={sim} idf_coverage={cov}"
+    # A signal a retriever did not return is said in words (the console shows this too).
+    sim = f"sim={s.sim:.3f}" if s.sim is not None else "no vector"
+    cov = f"idf_coverage={s.idf_coverage:.2f}" if s.idf_coverage is not None else "no word match"
+    out = f"{r.judgement.explain()} {sim} {cov}"
     if s.context_sim is not None:
         out += f" context={s.context_sim:.3f}"
     if s.negative_sim is not None:
