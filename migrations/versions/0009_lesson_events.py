@@ -54,6 +54,23 @@ def _vector_type() -> str:
     return str(row.scalar_one())
 
 
+def _tenant_table(table: str) -> None:
+    """The app role's grants and the tenant policy, as migration 0003 sets them."""
+    op.execute(f"""
+        DO $$
+        BEGIN
+            IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+                GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {APP_ROLE};
+            END IF;
+        END $$
+    """)
+    op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    op.execute(
+        f"CREATE POLICY tenant_isolation ON {table} USING ({ADMITTED}) WITH CHECK ({ADMITTED})"
+    )
+
+
 def upgrade() -> None:
     dim = int(_vector_type().removeprefix("vector(").removesuffix(")"))
     op.create_table(
@@ -81,19 +98,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_lesson_events_tenant_memory_id", TABLE, ["tenant", "memory_id", "event", "at"]
     )
-    op.execute(f"""
-        DO $$
-        BEGIN
-            IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-                GRANT SELECT, INSERT, UPDATE, DELETE ON {TABLE} TO {APP_ROLE};
-            END IF;
-        END $$
-    """)
-    op.execute(f"ALTER TABLE {TABLE} ENABLE ROW LEVEL SECURITY")
-    op.execute(f"ALTER TABLE {TABLE} FORCE ROW LEVEL SECURITY")
-    op.execute(
-        f"CREATE POLICY tenant_isolation ON {TABLE} USING ({ADMITTED}) WITH CHECK ({ADMITTED})"
-    )
+    _tenant_table(TABLE)
     op.create_table(
         "lesson_scores",
         sa.Column("tenant", sa.String(200), nullable=False),
@@ -103,20 +108,7 @@ def upgrade() -> None:
         sa.Column("m2", sa.Double, nullable=False),
         sa.PrimaryKeyConstraint("tenant", "memory_id", name="pk_lesson_scores"),
     )
-    for table in ("lesson_scores",):
-        op.execute(f"""
-            DO $$
-            BEGIN
-                IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-                    GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {APP_ROLE};
-                END IF;
-            END $$
-        """)
-        op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-        op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-        op.execute(
-            f"CREATE POLICY tenant_isolation ON {table} USING ({ADMITTED}) WITH CHECK ({ADMITTED})"
-        )
+    _tenant_table("lesson_scores")
     op.add_column("runs", sa.Column("recalled", ARRAY(UUID(as_uuid=True))))
     op.drop_constraint("ck_memories_status", "memories", type_="check")
     op.create_check_constraint("ck_memories_status", "memories", f"status IN ({STATUSES})")
