@@ -16,6 +16,7 @@ from typing import Any
 from harness.errors import InvalidInput
 
 __all__ = [
+    "MAX_CONTENT_CEILING",
     "MAX_IDENTIFIER",
     "check_identifier",
     "check_optional_identifier",
@@ -25,6 +26,9 @@ __all__ = [
 ]
 
 MAX_IDENTIFIER = 200
+# The longest memory content any setting admits (Settings.max_content_chars is bounded by it):
+# a ceiling checked before any validator walks the text.
+MAX_CONTENT_CEILING = 100_000
 
 # Control characters, lone surrogates, and the line/paragraph separators (which split lines).
 _FORBIDDEN_IN_IDENTIFIER = frozenset({"Cc", "Cs", "Zl", "Zp"})

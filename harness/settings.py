@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from harness.errors import InvalidInput
+from harness.identifiers import MAX_CONTENT_CEILING
 
 __all__ = ["DEFAULT_EMBED_MODEL", "Settings"]
 
@@ -87,7 +88,7 @@ class Settings(BaseSettings):
         default_factory=_default_model_cache,
         description="where derived model files (the int8 copy) are kept",
     )
-    max_content_chars: int = Field(default=2000, ge=1)
+    max_content_chars: int = Field(default=2000, ge=1, le=MAX_CONTENT_CEILING)
     statement_timeout_ms: int = Field(default=5000, ge=0)
     lock_timeout_ms: int = Field(default=2000, ge=0)
     pool_size: int = Field(default=5, ge=1)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.clock import Clock
-from harness.errors import HarnessError, InvalidInput
+from harness.errors import InvalidInput, StoreUnavailable
 from harness.identifiers import check_identifier
 from harness.memory import MemoryStore
 from harness.memory.domain.listing import CleanupTask
@@ -136,6 +136,12 @@ class ProductAdapter:
         cleanups this call finished (at most ``limit``). Raises ``StoreUnavailable`` when the
         database is unreachable (nothing is lost: the queue stays).
         """
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise InvalidInput(
+                f"limit: a whole number >= 0 or None, not {limit!r}", fields=("limit",)
+            )
         self.drain_spool()
         finished = 0
         while limit is None or finished < limit:
@@ -162,10 +168,12 @@ class ProductAdapter:
     def pending_cleanups(self, tenant: str | None = None) -> int:
         """Cleanups not yet finished (backing-off ones included): queued in the database plus
         still in the spool."""
+        if tenant is not None:
+            check_identifier(tenant, "tenant")
         spooled = sum(1 for e in self.spool.entries() if tenant is None or e["tenant"] == tenant)
         try:
             queued = self.store.count_open_cleanups(tenant)
-        except HarnessError:
+        except StoreUnavailable:
             queued = 0
             log.warning("database unreachable; counting spooled cleanups only")
         return spooled + queued

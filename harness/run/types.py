@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, StrictStr, field_validator
 
 from harness.errors import InvalidInput
 from harness.memory.domain.learning import Learned, check_verdict_key, misled_as_text
@@ -51,10 +51,10 @@ class Verdict(FrozenModel):
     recall did not place is ignored with a logged warning.
     """
 
-    accepted: bool
-    feedback: str | None = None
-    id: str = Field(default_factory=lambda: f"v-{uuid.uuid4().hex[:12]}")
-    key: str | None = None
+    accepted: StrictBool
+    feedback: StrictStr | None = None
+    id: StrictStr = Field(default_factory=lambda: f"v-{uuid.uuid4().hex[:12]}")
+    key: StrictStr | None = None
     misled: tuple[str, ...] = ()
 
     @field_validator("key")
@@ -87,7 +87,7 @@ class RunInput(CallerFields):
     ``RunInput.for_caller(caller, input=...)``; ``.caller`` gives the :class:`Caller`.
     """
 
-    input: str = Field(min_length=1, max_length=100_000)
+    input: StrictStr = Field(min_length=1, max_length=100_000)
 
 
 #: (lowest, highest) accepted value of each EngineConfig field.

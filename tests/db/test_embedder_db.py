@@ -5,11 +5,13 @@ tests/unit/test_embedder.py."""
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from bench.common import all_tenants
 from harness.errors import EmbeddingModelMismatch, InvalidInput
@@ -123,8 +125,6 @@ def test_embedding_failure_still_writes(store: MemoryStore, tenant: str) -> None
 def test_reembed_rebuilds_a_lessons_context_vector(fresh_db_url: str, tenant: str) -> None:
     """A lesson is found through the task that taught it: reembed must rebuild that vector too,
     with the new model, not leave it NULL or from the old one."""
-    import sqlalchemy as sa
-
     from harness.memory.domain.lessons import lesson_candidate
 
     first = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-a"))
@@ -202,8 +202,6 @@ def test_reembed_rebuilds_the_vectors_of_a_lessons_later_contexts_and_wordings(
     """A lesson taught again (its task a new context, its feedback a new wording) keeps those
     vectors in its events: reembed rebuilds them with the new model (same dimension here, so
     nothing clears them first)."""
-    import sqlalchemy as sa
-
     from harness.memory.domain.lessons import lesson_content
 
     def report(run: str, feedback: str, task: str) -> dict[str, object]:
@@ -237,5 +235,76 @@ def test_reembed_rebuilds_the_vectors_of_a_lessons_later_contexts_and_wordings(
             expected = new_model.embed([text])[0]
             got = [float(x) for x in stored.strip("[]").split(",")]
             assert max(abs(a - b) for a, b in zip(got, expected, strict=True)) < 1e-5
+    finally:
+        fixer.close()
+
+
+class Rotated(HashEmbedder):
+    """Another model of the same dimension: its vectors differ from HashEmbedder's."""
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        return [v[1:] + v[:1] for v in super().embed(texts)]
+
+
+def stored_vectors(store: MemoryStore, tenant: str) -> dict[str, list[float] | None]:
+    with all_tenants(store) as conn:
+        rows = conn.execute(
+            sa.text("SELECT content, embedding::text AS v FROM memories WHERE tenant = :t"),
+            {"t": tenant},
+        ).all()
+    return {r.content: None if r.v is None else json.loads(r.v) for r in rows}
+
+
+@pytest.mark.parametrize("batch_size", [-1, 0, float("nan"), True, "5", 1.5])
+def test_reembed_refuses_a_bad_batch_size_before_recording_the_model(
+    fresh_db_url: str, tenant: str, batch_size: object
+) -> None:
+    first = MemoryStore.connect(fresh_db_url, embedder=HashEmbedder(name="model-a"))
+    first.write(fact(tenant, "the printer jams"))
+    first.close()
+    fixer = MemoryStore.connect(fresh_db_url, embedder=Rotated(name="model-b"), check_model=False)
+    try:
+        with pytest.raises(InvalidInput) as info:
+            fixer.reembed(batch_size=batch_size)  # type: ignore[arg-type]
+        assert info.value.fields == ("batch_size",)
+        assert fixer.stored_model() == ("model-a", 384)
+        assert all(v is not None for v in stored_vectors(fixer, tenant).values())
+    finally:
+        fixer.close()
+
+
+def test_a_reembed_stopped_midway_leaves_no_old_vector_and_missing_only_finishes_it(
+    fresh_db_url: str, tenant: str
+) -> None:
+    old = HashEmbedder(name="model-a")
+    first = MemoryStore.connect(fresh_db_url, embedder=old)
+    contents = [f"fact number {i} about printers" for i in range(7)]
+    first.write_many([fact(tenant, c) for c in contents])
+    first.close()
+
+    new = Rotated(name="model-b")
+    fixer = MemoryStore.connect(fresh_db_url, embedder=new, check_model=False)
+
+    def killed(done: int, total: int) -> None:
+        raise KeyboardInterrupt  # the operator's ^C after the first batch
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fixer.reembed(batch_size=2, progress=killed)
+        assert fixer.stored_model() == ("model-b", 384)
+        vectors = stored_vectors(fixer, tenant)
+        done = {c: v for c, v in vectors.items() if v is not None}
+        assert len(done) == 2  # one batch, and no vector of the old model left anywhere
+        for content, vec in done.items():
+            assert vec == pytest.approx(new.embed([content])[0], abs=1e-6)
+        assert fixer.status().missing_embeddings == 5
+        # recall meanwhile reads the rest by its words
+        r = fixer.recall(RecallRequest(tenant=tenant, user_id="u", query="fact number 6"))
+        assert any(i.memory.content == contents[6] for i in r.items)
+
+        assert fixer.reembed(all_rows=False) == 5
+        vectors = stored_vectors(fixer, tenant)
+        for content, vec in vectors.items():
+            assert vec == pytest.approx(new.embed([content])[0], abs=1e-6)
     finally:
         fixer.close()

@@ -308,3 +308,17 @@ def test_bad_scope_in_read_api_is_typed(store: MemoryStore, tenant: str) -> None
     with pytest.raises(InvalidInput, match="memory_id"):
         store.get("not-a-uuid", tenant=tenant)
     assert Kind("fact") is Kind.FACT
+
+
+@pytest.mark.parametrize("expires_at", ["2000-01-01T00:00:00+00:00", "past", 0])
+def test_a_keyed_write_that_has_already_expired_is_refused_and_the_live_value_stays(
+    store: MemoryStore, tenant: str, expires_at: object
+) -> None:
+    live = store.write(cand(tenant, key="printer", content="the printer is on floor 3"))
+    if expires_at == "past":
+        expires_at = store.clock.now() - timedelta(seconds=1)
+    with pytest.raises(InvalidInput) as info:
+        store.write(cand(tenant, key="printer", content="it moved", expires_at=expires_at))
+    assert info.value.fields == ("expires_at",)
+    assert store.get(live.id, tenant=tenant).status is Status.ACTIVE  # type: ignore[union-attr]
+    assert [m.id for m in store.history(tenant, "user", "alice", "printer")] == [live.id]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from harness.errors import InvalidInput
 from harness.memory import MemoryCandidate
+from harness.memory.domain.lookalike import defuse_headers
 from harness.memory.domain.recall import Candidate, assemble, render_item
 from harness.memory.domain.types import Kind, Memory, Origin, Scope, Source, Status
 
@@ -127,7 +128,7 @@ def test_rendered_block_parses_back_into_exactly_the_included_items(
             i.memory.scope.value,
             i.memory.kind.value,
             i.memory.source.origin.value,
-            ANY_BREAK.sub("\n", i.memory.content),
+            ANY_BREAK.sub("\n", defuse_headers(i.memory.content)),
         )
         for i in result.items
     ]
@@ -138,7 +139,8 @@ def test_injected_header_stays_inside_its_item() -> None:
     fake = memory(0, Scope.USER, Kind.FACT, Origin.COMPLETION, INJECTION)
     text = render_item(fake)
     assert text.count("\n- [") == 0
-    assert parse(text) == [("user", "fact", "completion", INJECTION)]
+    assert parse(text) == [("user", "fact", "completion", defuse_headers(INJECTION))]
+    assert "- (platform constraint | admin" in text
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, StrictStr, field_validator
 
 from harness.identifiers import identifier_problem
 from harness.memory.domain.types import CallerFields, FrozenModel, Memory, MemoryCandidate
@@ -85,10 +85,10 @@ class Judged(FrozenModel):
     failed (``key``) and the memories the judge says did not apply (``misled``, as given:
     ids the run did not place are ignored with a warning)."""
 
-    accepted: bool
-    feedback: str | None = None
-    id: str = Field(min_length=1, max_length=200)
-    key: str | None = None
+    accepted: StrictBool
+    feedback: StrictStr | None = None
+    id: StrictStr = Field(min_length=1, max_length=200)
+    key: StrictStr | None = None
     misled: tuple[str, ...] = ()
 
     @field_validator("key")
@@ -107,8 +107,8 @@ class LessonReport(CallerFields):
     recall placed (``placed``; may be empty when the caller did not recall) and its verdicts
     in order (the last one final)."""
 
-    run_id: str = Field(min_length=1, max_length=200)
-    task: str = Field(min_length=1, max_length=100_000)
+    run_id: StrictStr = Field(min_length=1, max_length=200)
+    task: StrictStr = Field(min_length=1, max_length=100_000)
     placed: tuple[uuid.UUID, ...] = ()
     verdicts: tuple[Judged, ...] = ()
 

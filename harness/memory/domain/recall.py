@@ -7,7 +7,6 @@ of SPEC sections 4 and 5 can be property-tested without PostgreSQL.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from datetime import datetime
 from typing import Literal, NamedTuple, Protocol, TypeVar
 
 from harness.errors import IncompleteRecall
+from harness.memory.domain.lookalike import LINE_BREAK, defuse_headers
 from harness.memory.domain.types import SCOPE_BREADTH, Kind, Memory, Origin, Scope
 
 __all__ = [
@@ -39,7 +39,6 @@ SEPARATOR = "\n"
 #: stored text can start a line of its own (every item line starts with "- [").
 CONTINUATION = "\n  "
 # Every character the model (or str.splitlines) could read as a line break.
-_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class Head(NamedTuple):
@@ -290,12 +289,15 @@ def order_key(cand: Candidate) -> tuple[int, int, int, int, float, float, uuid.U
 def render_item(memory: Memory | Head) -> str:
     """One item labelled with its true scope, kind and source; the header is ours alone.
 
-    Rendering is a trust boundary: line breaks in the content continue on lines indented by
-    two spaces, so stored text can never begin a line that reads as another item or header.
+    Rendering is a trust boundary: every line separator in the content continues on a line
+    indented by two spaces, so stored text can never begin a line that reads as another item,
+    and content a reader would take for an item label (look-alike letters, invisible
+    characters, other brackets) has its brackets written as "(" — also content stored before
+    the write path refused it.
     """
     origin = (memory.origin if isinstance(memory, Head) else memory.source.origin).value
     date = memory.created_at.date().isoformat()
-    body = _LINE_BREAK.sub(CONTINUATION, memory.content)
+    body = LINE_BREAK.sub(CONTINUATION, defuse_headers(memory.content))
     return f"- [{memory.scope.value} {memory.kind.value} | {origin} | {date}] {body}"
 
 

@@ -6,17 +6,28 @@ All values are frozen pydantic models. Constructing one with bad input raises
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness.errors import InvalidInput
-from harness.identifiers import identifier_problem, text_problem
+from harness.identifiers import MAX_CONTENT_CEILING, identifier_problem, text_problem
 from harness.memory.domain.caller import Caller
+from harness.memory.domain.lookalike import imitates_header
 
 __all__ = [
     "SCOPE_BREADTH",
@@ -130,12 +141,23 @@ def _require_aware(value: datetime | None) -> datetime | None:
     return value
 
 
-# The label recall renders before each item ("[platform constraint | admin | 2024-01-01]"):
-# stored text imitating it could pass for a policy it is not.
-_ITEM_HEADER_LIKE = re.compile(
-    r"\[\s*(session|workflow|user|platform)\s+(constraint|preference|lesson|fact|decision)\s*\|",
-    re.IGNORECASE,
-)
+def _enum_name(value: Any) -> Any:
+    """Before-validator body for enums: the member or its name as text (pydantic would decode
+    bytes)."""
+    if not isinstance(value, str):
+        raise ValueError(f"must be one of its names as text, not {type(value).__name__}")
+    return value
+
+
+def _not_a_number(value: Any) -> Any:
+    """Before-validator body for datetimes: a number or a flag is not a date (pydantic would
+    read ``0`` as 1970-01-01)."""
+    if isinstance(value, (bool, int, float)):
+        raise ValueError(
+            "must be a timezone-aware datetime or an ISO 8601 string with a zone, "
+            f"not {type(value).__name__}"
+        )
+    return value
 
 
 def _identifier(value: str | None) -> str | None:
@@ -162,8 +184,13 @@ class Source(FrozenModel):
     """Provenance of a memory: origin, and the run and verdict that produced it."""
 
     origin: Origin = Origin.API
-    run_id: str | None = Field(default=None, max_length=200)
-    verdict_id: str | None = Field(default=None, max_length=200)
+    run_id: StrictStr | None = Field(default=None, max_length=200)
+    verdict_id: StrictStr | None = Field(default=None, max_length=200)
+
+    @field_validator("origin", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        return _enum_name(value)
 
     @field_validator("run_id", "verdict_id")
     @classmethod
@@ -179,14 +206,15 @@ class MemoryCandidate(FrozenModel):
     taught it). Content length against the configured maximum is checked by the store.
     """
 
-    tenant: str = Field(min_length=1, max_length=200)
+    tenant: StrictStr = Field(min_length=1, max_length=200)
     scope: Scope
-    scope_id: str | None = Field(default=None, max_length=200)
+    scope_id: StrictStr | None = Field(default=None, max_length=200)
     kind: Kind
-    key: str | None = Field(default=None, min_length=1, max_length=200)
-    content: str
-    context: str | None = Field(default=None, max_length=4000)
-    priority: int = Field(default=0, ge=-1_000_000, le=1_000_000)
+    key: StrictStr | None = Field(default=None, min_length=1, max_length=200)
+    # a ceiling before any validator walks the text; the store's own limit is lower
+    content: StrictStr = Field(max_length=MAX_CONTENT_CEILING)
+    context: StrictStr | None = Field(default=None, max_length=4000)
+    priority: StrictInt = Field(default=0, ge=-1_000_000, le=1_000_000)
     expires_at: datetime | None = None
     source: Source = Field(default_factory=Source)
 
@@ -194,6 +222,11 @@ class MemoryCandidate(FrozenModel):
     @classmethod
     def _identity(cls, value: str | None) -> str | None:
         return _identifier(value)
+
+    @field_validator("scope", "kind", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        return _enum_name(value)
 
     @field_validator("scope_id")
     @classmethod
@@ -206,7 +239,9 @@ class MemoryCandidate(FrozenModel):
     def _content_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("content must not be empty")
-        if _ITEM_HEADER_LIKE.search(value):
+        if imitates_header(value):
+            # compared as a reader sees it: look-alike letters, invisible characters, other
+            # brackets and bars, any line separator (harness.memory.domain.lookalike)
             raise ValueError("content must not imitate the recall item header '[scope kind |'")
         return _storable(value) or value
 
@@ -214,6 +249,11 @@ class MemoryCandidate(FrozenModel):
     @classmethod
     def _storable_context(cls, value: str | None) -> str | None:
         return _storable(value)
+
+    @field_validator("expires_at", mode="before")
+    @classmethod
+    def _a_date(cls, value: Any) -> Any:
+        return _not_a_number(value)
 
     @field_validator("expires_at")
     @classmethod
@@ -285,10 +325,10 @@ class CallerFields(FrozenModel):
     ``.caller`` gives it back.
     """
 
-    tenant: str = Field(min_length=1, max_length=200)
-    user_id: str = Field(min_length=1, max_length=200)
-    workflow_id: str | None = Field(default=None, min_length=1, max_length=200)
-    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    tenant: StrictStr = Field(min_length=1, max_length=200)
+    user_id: StrictStr = Field(min_length=1, max_length=200)
+    workflow_id: StrictStr | None = Field(default=None, min_length=1, max_length=200)
+    session_id: StrictStr | None = Field(default=None, min_length=1, max_length=200)
 
     @model_validator(mode="before")
     @classmethod
@@ -326,19 +366,26 @@ class RecallRequest(CallerFields):
     never from the query text.
     """
 
-    query: str = Field(default="", max_length=20_000)
-    budget_chars: int = Field(default=2000, ge=0, le=1_000_000)
-    max_items: int = Field(default=20, ge=0, le=10_000)
-    max_item_chars: int = Field(default=500, ge=1, le=1_000_000)
+    query: StrictStr = Field(default="", max_length=20_000)
+    budget_chars: StrictInt = Field(default=2000, ge=0, le=1_000_000)
+    max_items: StrictInt = Field(default=20, ge=0, le=10_000)
+    max_item_chars: StrictInt = Field(default=500, ge=1, le=1_000_000)
     now: datetime | None = None
-    strict: bool = False
+    strict: StrictBool = False
     #: Probability a relevance-ranked item needs to be recalled (None: the judge's default).
-    relevance_threshold: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    relevance_threshold: StrictFloat | None = Field(
+        default=None, ge=0.0, le=1.0, allow_inf_nan=False
+    )
 
     @field_validator("query")
     @classmethod
     def _storable_query(cls, value: str) -> str:
         return _storable(value) or value
+
+    @field_validator("now", mode="before")
+    @classmethod
+    def _a_date(cls, value: Any) -> Any:
+        return _not_a_number(value)
 
     @field_validator("now")
     @classmethod

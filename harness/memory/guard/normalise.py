@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from harness.memory.domain.lookalike import CONFUSABLES, INVISIBLE
 from harness.memory.guard.variants import CASE_ODD
 
 __all__ = [
@@ -27,34 +28,10 @@ __all__ = [
     "views",
 ]
 
-# Zero-width, joiners, word joiner, BOM, soft hyphen and every bidi control: invisible to a reader.
-_INVISIBLE = dict.fromkeys(
-    [
-        0x00AD,
-        0x180E,
-        0x200B,
-        0x200C,
-        0x200D,
-        0x200E,
-        0x200F,
-        0x2060,
-        0x2061,
-        0x2062,
-        0x2063,
-        0x2064,
-        0xFEFF,
-        *range(0x202A, 0x202F),
-        *range(0x2066, 0x206A),
-    ]
-)
-
-# Letters of other scripts that render like Latin ones (the common subset of Unicode
-# confusables.txt for Cyrillic and Greek). Only used on the secret view: a Russian sentence
-# folded to Latin look-alikes is nonsense, but it cannot become a token shape.
-_CONFUSABLES = str.maketrans(
-    "АВЕЅІЈКМНОРСТХУаеіјорсхуѕԁһӏԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧαβεικνορτυχ",
-    "ABESIJKMHOPCTXYaeijopcxysdhlqwABEZHIKMNOPTYXaBeikvoptux",
-)
+# The invisible and look-alike tables are the domain's (what a reader sees); the guard reads
+# the same ones.
+_INVISIBLE = INVISIBLE
+_CONFUSABLES = CONFUSABLES
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,9 @@ class StoreBase:
         Raises:
             InvalidInput: bad fields. MemoryRejected: the guard refused it.
         """
-        return validate_candidates([candidate], self.settings, self.guard, single=True)[0]
+        return validate_candidates(
+            [candidate], self.settings, self.guard, single=True, now=self.clock.now()
+        )[0]
 
     def connections_in_use(self) -> int:
         """How many of the primary's pooled connections are checked out now (no IO; 0 for a

@@ -18,6 +18,7 @@ from harness.settings import Settings
 __all__ = [
     "as_scope",
     "as_uuid",
+    "check_batch_size",
     "check_index_memory",
     "check_lock_wait",
     "check_now",
@@ -33,8 +34,12 @@ def validate_candidates(
     guard: Guard,
     *,
     single: bool = False,
+    now: datetime | None = None,
 ) -> list[MemoryCandidate]:
     """Candidates parsed, size-checked and guarded; the first bad one raises (nothing written).
+
+    With ``now``, an ``expires_at`` at or before it is refused: such a write would supersede the
+    live value of its key and then recall nothing.
 
     Raises:
         InvalidInput: a malformed candidate (a batch's error also names its position).
@@ -54,17 +59,26 @@ def validate_candidates(
                 f"{where}a MemoryCandidate or a mapping, not {type(raw).__name__}",
                 fields=("candidate",),
             )
+        content = raw.content if isinstance(raw, MemoryCandidate) else raw.get("content")
+        # the length first: a huge text is refused before any validator walks it
+        if isinstance(content, str) and len(content) > settings.max_content_chars:
+            raise InvalidInput(
+                f"{where}content: {len(content)} characters exceeds the "
+                f"maximum of {settings.max_content_chars}",
+                fields=("content",),
+            )
         try:
             cand = raw if isinstance(raw, MemoryCandidate) else MemoryCandidate(**dict(raw))
         except InvalidInput as exc:
             raise InvalidInput(f"{where}{exc}", fields=exc.fields, errors=exc.errors) from exc
         except (TypeError, ValidationError) as exc:
             raise InvalidInput(f"{where}{exc}", fields=("candidate",)) from exc
-        if len(cand.content) > settings.max_content_chars:
+        if now is not None and cand.expires_at is not None and cand.expires_at <= now:
             raise InvalidInput(
-                f"{where}content: {len(cand.content)} characters exceeds the "
-                f"maximum of {settings.max_content_chars}",
-                fields=("content",),
+                f"{where}expires_at: {cand.expires_at.isoformat()} is not after now "
+                f"({now.isoformat()}); a memory that has already expired would be stored only "
+                "to recall nothing",
+                fields=("expires_at",),
             )
         try:
             guard.check(cand)
@@ -156,7 +170,30 @@ def check_index_memory(megabytes: int | None) -> int | None:
     return megabytes
 
 
-def check_now(now: datetime | None) -> None:
-    """``purge_expired``'s optional instant."""
-    if now is not None and not isinstance(now, datetime):
-        raise InvalidInput("now: a timezone-aware datetime", fields=("now",))
+def check_batch_size(batch_size: Any) -> int:
+    """``reembed``'s rows per transaction: a whole number from 1 to 100,000."""
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or not (1 <= batch_size <= 100_000)
+    ):
+        raise InvalidInput(
+            f"batch_size: rows per transaction, a whole number from 1 to 100000, not "
+            f"{batch_size!r}",
+            fields=("batch_size",),
+        )
+    return batch_size
+
+
+def check_now(now: datetime | None, field: str = "now") -> None:
+    """An optional instant (``purge_expired``'s ``now``, a run's ``at``): timezone-aware."""
+    if now is not None and (
+        not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None
+    ):
+        # the same rule as a write's datetimes: a naive one is ambiguous
+        raise InvalidInput(
+            f"{field}: a timezone-aware datetime, not {now!r}"
+            if isinstance(now, datetime)
+            else f"{field}: a timezone-aware datetime, not {type(now).__name__}",
+            fields=(field,),
+        )

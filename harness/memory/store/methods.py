@@ -8,12 +8,14 @@ bound by one line each, with these docstrings and signatures.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from harness.errors import InvalidInput
 from harness.identifiers import check_identifier
 from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.domain.ranking import Scored
@@ -30,6 +32,7 @@ from harness.memory.store.base import StoreBase
 from harness.memory.store.checks import (
     as_scope,
     as_uuid,
+    check_batch_size,
     check_index_memory,
     check_lock_wait,
     check_now,
@@ -93,6 +96,7 @@ __all__ = [
 ]
 
 Candidates = Sequence[MemoryCandidate | Mapping[str, Any]]
+_SHA256 = re.compile("[0-9a-f]{64}")
 
 # --- embedding model bookkeeping ---------------------------------------------------------------
 
@@ -125,7 +129,9 @@ def write(store: StoreBase, candidate: MemoryCandidate | Mapping[str, Any]) -> P
         InvalidInput: bad fields (nothing written). MemoryRejected: the guard refused it.
         StoreUnavailable / StoreError: the database failed (nothing written).
     """
-    cands = validate_candidates([candidate], store.settings, store.guard, single=True)
+    cands = validate_candidates(
+        [candidate], store.settings, store.guard, single=True, now=store.clock.now()
+    )
     return (yield from _write_checked(store, cands))[0]
 
 
@@ -134,7 +140,7 @@ def write_many(store: StoreBase, candidates: Candidates) -> Plan[list[Memory]]:
 
     All or nothing: one invalid or rejected candidate means none is written.
     """
-    cands = validate_candidates(candidates, store.settings, store.guard)
+    cands = validate_candidates(candidates, store.settings, store.guard, now=store.clock.now())
     return (yield from _write_checked(store, cands))
 
 
@@ -360,6 +366,8 @@ def signals(
     ranks as a lexical-only store would). Read-only; for benchmarks and fitting the judge.
     """
     req = coerce_request(request)
+    if not isinstance(use_vector, bool):
+        raise InvalidInput("use_vector: True or False", fields=("use_vector",))
     now = req.now or store.clock.now()
     qv = (yield from _query_vector(store, req.query)) if use_vector else None
     rows = yield from read("recall", req.tenant, lambda: store.retriever.signals_op(req, qv, now))
@@ -388,6 +396,16 @@ def idempotent(
     """
     tenant = check_identifier(tenant, "tenant")
     key = check_identifier(key, "Idempotency-Key")
+    if not isinstance(request_sha256, str) or not _SHA256.fullmatch(request_sha256):
+        raise InvalidInput(
+            "request_sha256: the request body's SHA-256, 64 lowercase hex digits",
+            fields=("request_sha256",),
+        )
+    if not callable(attempt):
+        raise InvalidInput(
+            f"attempt: a function of write_many, not {type(attempt).__name__}",
+            fields=("attempt",),
+        )
     return (
         yield from request(
             "idempotent request", _idempotent_op(store, tenant, key, request_sha256, attempt)
@@ -404,7 +422,7 @@ def _idempotent_op(
     written_tenants = {tenant}
 
     def write_here(candidates: Candidates) -> Op[list[Memory]]:
-        cands = validate_candidates(candidates, store.settings, store.guard)
+        cands = validate_candidates(candidates, store.settings, store.guard, now=store.clock.now())
         if not cands:
             return []
         written_tenants.update(c.tenant for c in cands)
@@ -438,6 +456,11 @@ def reembed(
     model, one transaction per batch (the model runs in a worker thread under asyncio).
     Idempotent. Returns how many rows were embedded.
     """
+    batch_size = check_batch_size(batch_size)  # before anything is recorded
+    if not isinstance(all_rows, bool):
+        raise InvalidInput("all_rows: True or False", fields=("all_rows",))
+    if progress is not None and not callable(progress):
+        raise InvalidInput("progress: a function (done, total) or None", fields=("progress",))
     embedder = vectors.require_embedder(store.embedder, store.lexical_reason)
     all_rows, total = yield from in_transaction(
         "reembed prepare", vectors.reembed_prepare(embedder, all_rows=all_rows), admits="owner"

@@ -67,6 +67,12 @@ def pending_reviews(
     ``similar_limit`` look-alike active memories of its scope. Read-only, one transaction."""
     tenant = check_identifier(tenant, "tenant")
     limit = _check_limit(limit)
+    if (
+        isinstance(similar_limit, bool)
+        or not isinstance(similar_limit, int)
+        or not 0 <= similar_limit <= 100
+    ):
+        raise InvalidInput("similar_limit: a whole number from 0 to 100", fields=("similar_limit",))
     op = _pending(tenant, after, limit, similar_limit)
     return (yield from in_transaction("pending reviews", op, tenant))
 

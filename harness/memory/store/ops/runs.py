@@ -10,13 +10,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from harness.identifiers import check_identifier, check_optional_identifier
+from harness.errors import InvalidInput
+from harness.identifiers import check_identifier, check_optional_identifier, check_text
 from harness.memory.store import sql
-from harness.memory.store.checks import as_uuid
+from harness.memory.store.checks import as_uuid, check_now
 from harness.memory.store.executors import Op
 from harness.memory.store.plans import Plan, in_transaction
 
-__all__ = ["finish", "finish_run", "list_of", "list_runs", "start", "start_run"]
+# What a run record's status may be (the run flow writes these).
+RUN_STATUSES = frozenset({"running", "accepted", "rejected", "failed"})
+
+__all__ = ["RUN_STATUSES", "finish", "finish_run", "list_of", "list_runs", "start", "start_run"]
 
 
 def start_run(
@@ -80,6 +84,7 @@ def start(
     at: datetime,
 ) -> Plan[None]:
     """Record a run as started. Side effect: one row inserted."""
+    _check_run(run_id, at)
     tenant = check_identifier(tenant, "tenant")
     check_identifier(user_id, "user_id")
     check_optional_identifier(workflow_id, "workflow_id")
@@ -106,6 +111,19 @@ def finish(
     recalled: Sequence[uuid.UUID | str] | None = None,
 ) -> Plan[None]:
     """Record a run's outcome and (``recalled``) the memories its recall placed. Idempotent."""
+    _check_run(run_id, at)
+    tenant = check_identifier(tenant, "tenant")
+    if status not in RUN_STATUSES:
+        raise InvalidInput(
+            f"status: one of {', '.join(sorted(RUN_STATUSES))}, not {status!r}",
+            fields=("status",),
+        )
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+        raise InvalidInput(f"attempts: a whole number >= 0, not {attempts!r}", fields=("attempts",))
+    if error is not None:
+        check_text(error, "error")
+    if recalled is not None and not isinstance(recalled, (list, tuple)):
+        raise InvalidInput("recalled: a list of memory ids or None", fields=("recalled",))
     ids = None if recalled is None else [as_uuid(r) for r in recalled]
     op = finish_run(
         run_id=run_id,
@@ -119,6 +137,15 @@ def finish(
     yield from in_transaction("record run", op, tenant)
 
 
+def _check_run(run_id: Any, at: Any) -> None:
+    check_identifier(run_id, "run_id")
+    if at is None:
+        raise InvalidInput("at: a timezone-aware datetime, not None", fields=("at",))
+    check_now(at, "at")
+
+
 def list_of(tenant: str, workflow_id: str | None = None) -> Plan[list[dict[str, Any]]]:
     """Run records of a tenant (optionally one workflow), oldest first."""
+    tenant = check_identifier(tenant, "tenant")
+    check_optional_identifier(workflow_id, "workflow_id")
     return (yield from in_transaction("list runs", list_runs(tenant, workflow_id), tenant))

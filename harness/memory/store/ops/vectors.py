@@ -126,13 +126,21 @@ def embed_or_none(
 
 def reembed_prepare(embedder: Embedder, *, all_rows: bool) -> Op[tuple[bool, int]]:
     """Record ``embedder`` as the store's model (as the owner, model lock held exclusively) and
-    count the rows to embed. Returns (all_rows, total): all rows when the model changed."""
+    count the rows to embed. Returns (all_rows, total).
+
+    When the model changes, every old vector is cleared in the same transaction as the new
+    model is recorded: the store never holds a vector of another model than the recorded one,
+    a NULL is exactly what is still to embed, and a reembed stopped midway is finished by
+    ``reembed --missing-only`` (or another reembed). Rows read by their words meanwhile.
+    """
     # Recorded first, so a process still writing with the old model is refused from now on
     # instead of mixing its vectors into the rebuilt ones.
     yield sql.lock_model(shared=False)
     stored, stored_dim = yield from stored_model_op()
     if stored is not None and (stored != embedder.model_name or stored_dim != embedder.dim):
-        all_rows = True
+        for statement in sql.clear_vectors():
+            _ = yield statement
+        all_rows = False  # every row is missing its vector now
     yield from record_model(embedder, overwrite=True)
     total = int((yield sql.count_memories(missing_vector_only=not all_rows)).scalar_one())
     return all_rows, total

@@ -39,6 +39,7 @@ __all__ = [
     "active_with_fingerprints",
     "approval_audit",
     "by_id",
+    "clear_vectors",
     "count_memories",
     "counts_by_tenant_status",
     "delete_by_id",
@@ -359,6 +360,21 @@ def retype_vectors(dim: int) -> list[TextClause]:
         text(
             "CREATE INDEX ix_memories_embedding_hnsw ON memories "
             "USING hnsw (embedding vector_cosine_ops)"
+        ),
+    ]
+
+
+def clear_vectors() -> list[TextClause]:
+    """Every stored vector of memories and lesson events set to NULL (a model change: a NULL
+    is what ``reembed`` still has to build, and recall reads that row by its words meanwhile)."""
+    return [
+        text(
+            "UPDATE memories SET embedding = NULL, context_embedding = NULL "
+            "WHERE embedding IS NOT NULL OR context_embedding IS NOT NULL"
+        ),
+        text(
+            "UPDATE lesson_events SET embedding = NULL, feedback_embedding = NULL "
+            "WHERE embedding IS NOT NULL OR feedback_embedding IS NOT NULL"
         ),
     ]
 
