@@ -71,8 +71,16 @@ def long_words_of(text: str) -> list[str]:
     return [w for w in text.split() if len(w) >= 12]
 
 
+# Every other character a reader sees as a line break (LINE_BREAK's), read as "\n" by the
+# rules: one for one, so positions in the cleaned text still map back.
+_OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_AS_NEWLINE = str.maketrans(dict.fromkeys(map(ord, "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"), "\n"))
+
+
 def clean(text: str) -> str:
-    """NFKC-normalise and drop invisible characters. Pure."""
+    """NFKC-normalise, drop invisible characters and read every line separator as "\n". Pure."""
+    if _OTHER_BREAKS.search(text) is not None:
+        text = text.translate(_AS_NEWLINE)
     if text.isascii():
         return text
     text = unicodedata.normalize("NFKC", text)
