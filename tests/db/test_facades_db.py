@@ -7,6 +7,7 @@ tests/unit/test_facades.py."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -34,6 +35,9 @@ from tests.support.facades import KINDS, Facade, TickingClock, open_facade
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.stores import T0
 from tests.unit.test_facades import cand
+
+SHA_A = hashlib.sha256(b"a").hexdigest()
+SHA_B = hashlib.sha256(b"b").hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -219,9 +223,9 @@ def test_runs_idempotency_and_status(facade: Facade, tenant: str) -> None:
 
         return async_attempt if facade.kind == "async" else sync_attempt
 
-    first = facade.idempotent(tenant, "key-1", "sha-a", attempt(None))
-    again = facade.idempotent(tenant, "key-1", "sha-a", attempt(None))
-    other = facade.idempotent(tenant, "key-1", "sha-b", attempt(None))
+    first = facade.idempotent(tenant, "key-1", SHA_A, attempt(None))
+    again = facade.idempotent(tenant, "key-1", SHA_A, attempt(None))
+    other = facade.idempotent(tenant, "key-1", SHA_B, attempt(None))
     assert first.outcome is IdempotencyOutcome.NEW and first.answer.code == 7
     assert again == Idempotent(IdempotencyOutcome.REPLAY, first.answer) and again.replayed
     assert other == Idempotent(IdempotencyOutcome.CONFLICT, None)
