@@ -119,10 +119,15 @@ def reader_text(text: str) -> str:
     return re.sub(r" {2,}", " ", folded.casefold())
 
 
+# Every character a reader takes for "[": the label cannot be there without one. (NFKD maps
+# only U+FE47 and U+FF3B onto "[".)
+_ANY_BRACKET = re.compile("[" + re.escape("".join(sorted(_BRACKETS | {"\ufe47", "\uff3b"}))) + "]")
+
+
 def imitates_header(text: str) -> bool:
     """Whether a reader would see recall's item label ``[scope kind |`` somewhere in ``text``.
-    Cheap for plain text: no bracket-like character, no label. Pure."""
-    if "[" not in text and text.isascii():
+    Cheap when no character reads as a bracket (one search). Pure."""
+    if "[" not in text and (text.isascii() or _ANY_BRACKET.search(text) is None):
         return False
     return _HEADER.search(reader_text(text)) is not None
 
