@@ -20,7 +20,7 @@ from harness.memory.guard.variants import (
     split_alternatives,
 )
 
-__all__ = ["INJECTION_RULES", "aimed_at_reader"]
+__all__ = ["INJECTION_RULES", "aimed_at_reader", "injection_rule"]
 
 _I = re.IGNORECASE
 
@@ -92,6 +92,18 @@ def _r(
         # "do", "no") would send the pattern to every occurrence
         anchors=tuple(a.replace("+", " ") for a in anchors.split()),
     )
+
+
+def injection_rule(
+    rule: str,
+    reason: str,
+    pattern: str,
+    accept: Callable[[re.Match[str]], bool] | None = None,
+    anchors: str = "",
+) -> GuardRule:
+    """An injection rule as this module writes them (case-ignoring, multi-line; ``anchors``
+    space-separated, ``+`` joining the words of one anchor). Pure."""
+    return _r(rule, reason, pattern, accept, anchors)
 
 
 def _narrowed(pattern: str, lead: str) -> tuple[tuple[str, str], ...]:

@@ -20,13 +20,20 @@ from harness.errors import MemoryRejected
 from harness.memory.domain.types import MemoryCandidate
 from harness.memory.guard.base import Finding, GuardRule, mask
 from harness.memory.guard.injection import INJECTION_RULES
+from harness.memory.guard.intents import INTENT_RULES
+from harness.memory.guard.languages import LANGUAGE_RULES
 from harness.memory.guard.normalise import clean, views
 from harness.memory.guard.ruleset import RuleSet
 from harness.memory.guard.secrets import SECRET_RULES
 
 __all__ = ["DEFAULT_RULES", "Guard", "RegexGuard", "candidate_fields", "default_guard"]
 
-DEFAULT_RULES: tuple[GuardRule, ...] = (*SECRET_RULES, *INJECTION_RULES)
+DEFAULT_RULES: tuple[GuardRule, ...] = (
+    *SECRET_RULES,
+    *INJECTION_RULES,
+    *INTENT_RULES,
+    *LANGUAGE_RULES,
+)
 
 
 class Guard(Protocol):
@@ -105,7 +112,7 @@ class RegexGuard:
 
 def _token_shapes_only(rule: GuardRule) -> bool:
     # joining lines glues sentences together: only secret shapes are read there
-    return rule.secret and rule.rule != "high_entropy_token"
+    return rule.secret and rule.rule not in ("high_entropy_token", "prefixed_token")
 
 
 def _read_before_folding(rule: GuardRule) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness.memory.guard.base import GuardRule, looks_random
+from harness.memory.guard.base import GuardRule, entropy, looks_random
 from harness.memory.guard.variants import by_first_letters, first_letter_guard
 from harness.memory.guard.vendors import VENDOR_RULES
 
@@ -40,6 +40,11 @@ _STRONG = (
     r"pass(?:word|wd|wort|phrase|code)?", "pwd", "pw", "secret", "kennwort", "mot de passe", "mdp",
     r"contrase[ñn]a", "senha", "clave", "pin", "비밀번호", "암호", "패스워드", "비번", "パスワード",
     "暗証番号", "密码", "口令", "密碼", "mật khẩu", "пароль",
+    # issue 31: Dutch, Polish, Turkish, Romanian, Swedish, Czech, Danish, Norwegian, Finnish,
+    # Hungarian, Indonesian, Greek (inflected forms spelled out: the pattern reads no stems)
+    "wachtwoord", "toegangscode", r"has(?:ło|ła|lo|la)", r"şifre(?:si|niz|n)?", r"parol[aă]",
+    r"lösenord(?:et)?", r"hesl(?:o|a)", r"adgangskode(?:n)?", r"kodeord(?:et)?",
+    r"salasana(?:ni|si|mme)?", r"jelsz(?:ó|av(?:am|ad|unk)?)", "kata sandi", r"κωδικ(?:ό|ο)\w?",
 )  # fmt: skip
 _WEAK = (
     *(
@@ -54,11 +59,12 @@ _WEAK = (
     r"jeton(?: d'acc[èe]s)?", "identifiants", r"clave (?:api|secreta|de api)",
     r"token de ac(?:ceso|esso)", r"chave(?: de api| secreta)?", "api ?키", "키", "토큰", "시크릿",
     "api ?キー", "キー", "トークン", "アクセストークン", "秘密鍵", "シークレット", "api ?密钥", "密钥", "秘钥",
-    "令牌", "访问令牌",
+    "令牌", "访问令牌", r"klucz(?: api)?", r"chiave(?: api)?", r"api[- ]?sleutel",
+    r"api[- ]?nyckel(?:n)?", r"api klíč", r"api[- ]?n[øo]gle(?:n)?",
 )  # fmt: skip
 _SUFFIXES = r"(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d)"
 _SUFFIX = rf"(?:[_\-]?{first_letter_guard(_SUFFIXES)}{_SUFFIXES})?"
-_COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
+_COPULA = r"=>|:=|->|--(?=\s)|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là|jest|är|je|este|adalah|è)(?![^\W\d_])|는|은|は|是|为|為"
 # tried after every word of the "between" part: one character test before the alternatives
 _SEP_GUARD = first_letter_guard(_COPULA)
 
@@ -89,7 +95,7 @@ def _label_variants() -> tuple[tuple[str, str], ...]:
 _PLACEHOLDER_SOURCE = (
     r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
     r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
-    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)"
+    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)|^[a-z_][\w.]*\("
 )
 _PLACEHOLDER = re.compile(_PLACEHOLDER_SOURCE, _I)
 # On ASCII text, ignoring case is matching the lower-cased text: then the engine can skip ahead
@@ -178,6 +184,16 @@ def _surely_refused(m: re.Match[str]) -> bool:
     return not value or _placeholder(value)
 
 
+_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.\-]+)+/?|[A-Za-z]:\\[\w.\\\-]*")
+
+
+def _is_path(value: str) -> bool:
+    """A file path made of words ("/var/www/html", "~/.pgpass"): a reference, not a secret."""
+    if _PATH.fullmatch(value) is None:
+        return False
+    return not any(looks_random(p, min_len=12, classes=2) for p in re.split(r"[/\\]", value))
+
+
 def _labelled_secret(m: re.Match[str]) -> bool:
     start = m.start("label")
     text = m.string
@@ -188,7 +204,7 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return False
     value, quote, sep, strong = _value_of(m)
     spaced = not sep
-    if len(set(value)) == 1:
+    if len(set(value)) == 1 or _is_path(value):
         return False
     between = m.group("between")
     if spaced and (quote or not strong):
@@ -274,6 +290,22 @@ _LABEL_RULE = GuardRule(
                 "jeton",
                 "identifiants",
                 "chave",
+                "wachtwoord",
+                "toegangscode",
+                "hasl",
+                "parol",
+                "hesl",
+                "adgangskode",
+                "kodeord",
+                "salasana",
+                "jelsz",
+                "kata",
+                "klucz",
+                "chiave",
+                "sleutel",
+                "nyckel",
+                "nøgle",
+                "nogle",
             ]
         ),
         "pin",
@@ -299,6 +331,11 @@ _LABEL_RULE = GuardRule(
             "密钥",
             "秘钥",
             "令牌",
+            "şifre",
+            "hasł",
+            "lösenord",
+            "κωδικ",
+            "klíč",
         ],
     ),
     back_off=True,
@@ -311,7 +348,8 @@ _LABEL_RULE = GuardRule(
             "schl "
             "geheimer zugangsdaten clé cle jeton identifiants chave 비밀번호 암호 패스워드 비번 パスワード "
             "暗証番号 密码 口令 密碼 mật пароль 키 토큰 시크릿 キー トークン アクセストークン 秘密鍵 シークレット 密钥 "
-            "秘钥 令牌 访问令牌"
+            "秘钥 令牌 访问令牌 wachtwoord toegangscode hasl hasł şifre parol lösenord hesl adgangskode "
+            "kodeord salasana jelsz kata κωδικ klucz chiave"
         )
     ),
 )
@@ -329,10 +367,37 @@ _HASH_CONTEXT = re.compile(
 )
 
 
+# base64 that is not a secret by what the text says it is: a data URI (an image), an SSH public
+# key, the body of a PEM public key, certificate or signature
+_DATA_URI = re.compile(r"data:[\w.+/-]+;base64,$", re.IGNORECASE)
+_SSH_PUBLIC = re.compile(
+    r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)\s+$"
+)
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?:RSA |EC |DSA |SSH2 |OPENSSH |PGP )?(?:PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?"
+    r"|NEW CERTIFICATE REQUEST|X509 CRL|TRUSTED CERTIFICATE|SIGNATURE|PGP SIGNATURE|MESSAGE)-----"
+)
+
+
+def _public_material(text: str, start: int) -> bool:
+    """Whether the token at ``start`` is public key material the text labels as such. Pure."""
+    before = text[max(0, start - 60) : start]
+    if _DATA_URI.search(before) or _SSH_PUBLIC.search(before):
+        return True
+    begin = text.rfind("-----BEGIN", 0, start)
+    return (
+        begin >= 0
+        and _PUBLIC_BLOCK.match(text, begin) is not None
+        and "-----END" not in text[begin:start]
+    )
+
+
 def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
     if _HEX.fullmatch(token):
         return False  # hashes, commit ids, UUIDs, trace ids
+    if _public_material(m.string, m.start()):
+        return False
     if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
         return False  # a path
     # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
@@ -354,4 +419,62 @@ _ENTROPY_RULE = GuardRule(
     tokens=True,
 )
 
-SECRET_RULES: tuple[GuardRule, ...] = (*VENDOR_RULES, _LABEL_RULE, _ENTROPY_RULE)
+# --- a short prefix, a separator and key material (issue 31) --------------------------------
+# Most vendors issue "<name>_<random>" tokens ("bkua_", "shippo_live_", "dt0c01.", "sk_"):
+# the shape is the evidence, not the vendor's list. The random part may be hex (then 32+
+# digits, as a hash would be, but after a name) or letters and digits of one case.
+_PREFIXED = re.compile(r"(?<![A-Za-z0-9_\-.:+/=])[A-Za-z][A-Za-z0-9]*(?:[_\-.:][A-Za-z0-9]+)+")
+_PARTS = re.compile(r"[_\-.:]")
+_RANDOM_HEX = re.compile(
+    r"(?=(?:[^a-f]*[a-f]){4})(?=(?:\D*\d){4})[0-9a-f]{32,}|(?=(?:[^A-F]*[A-F]){4})(?=(?:\D*\d){4})[0-9A-F]{32,}"
+)
+# first parts that name a digest or an id, not a credential
+_ID_PREFIXES = frozenset(
+    "sha sha1 sha224 sha256 sha384 sha512 md5 blake2b blake3 xxh64 crc32 commit rev revision "
+    "trace span req request build run job uuid ulid id pr issue ticket blob tree object etag "
+    "hash digest checksum integrity sum v ver version release tag img image file doc".split()
+)
+
+
+def _prefixed_token(m: re.Match[str]) -> bool:
+    parts = _PARTS.split(m.group())
+    if parts[0].lower() in _ID_PREFIXES:
+        return False
+    for part in parts[1:]:
+        if len(part) < 20:
+            continue
+        if _RANDOM_HEX.fullmatch(part) or (
+            len(part) >= 28  # a ULID ("sess_01HZX8...", 26 characters) is an id
+            and sum(c.isdigit() for c in part) >= 4
+            and (
+                looks_random(part, min_len=24, classes=2)
+                or (len(part) >= 32 and entropy(part) >= 4.0 and not part.isdigit())
+            )
+        ):
+            return not _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
+    return False
+
+
+_PREFIXED_RULE = GuardRule(
+    "prefixed_token",
+    "contains a prefixed random token (likely an API key)",
+    _PREFIXED,
+    _prefixed_token,
+    tokens=True,
+)
+
+# a webhook URL carries its own secret: an id, then a long random path segment
+_WEBHOOK_RULE = GuardRule(
+    "webhook_url",
+    "contains a webhook URL with its secret",
+    re.compile(r"webhooks?(?:b2)?/[\w@.\-]{6,}/[A-Za-z0-9_\-]{30,}", re.IGNORECASE),
+    anchors=("webhook*",),
+)
+
+SECRET_RULES: tuple[GuardRule, ...] = (
+    *VENDOR_RULES,
+    _LABEL_RULE,
+    _WEBHOOK_RULE,
+    _ENTROPY_RULE,
+    _PREFIXED_RULE,
+)
