@@ -26,8 +26,8 @@ _I = re.IGNORECASE
 # What leaves, when an instruction moves it: the conversation, other people's data, the
 # reader's own configuration, credentials and the host's environment (not "the report").
 _SENSITIVE = (
-    r"(?:(?:whole|entire|full|complete)\s+(?:conversation|chat|transcript|history|thread)|conversation|"
-    r"chat\s+(?:so\s+far|history|log|transcript)|transcript|(?:message|chat|conversation|browsing)\s+history|"
+    r"(?:(?:whole|entire|full|complete|this|current|our)\s+(?:conversation|chat|transcript|history|thread)|"
+    r"chat\s+(?:so\s+far|history|log|transcript)|(?:message|chat|conversation|browsing)\s+history|"
     r"(?:other\s+users?'?s?|every\s+other\s+user'?s?|all\s+users'?)\s+(?:\w+\s+)?(?:memories|notes|messages|data|files|history|emails?|cookies?|passwords?|tokens?)|"
     r"(?:the\s+users?'s?|their)\s+(?:\w+\s+)?(?:cookies?|passwords?|tokens?|credentials|history)|"
     r"(?:all|every|stored|saved)\s+(?:\w+\s+){0,2}?memories|(?:session|auth(?:entication)?|login)\s+(?:cookies?|tokens?)|cookies|"

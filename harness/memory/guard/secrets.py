@@ -392,11 +392,22 @@ def _public_material(text: str, start: int) -> bool:
     )
 
 
+# "the event id evt_1NG8...", "request id: req_...": the text says the token is an identifier
+_ID_CONTEXT = re.compile(
+    r"\b(?:ids?|identifier|event|object|request|trace|order|invoice|charge)\b[\s:=#]*(?:is\s+|was\s+)?$",
+    re.IGNORECASE,
+)
+
+
+def _named_id(text: str, start: int) -> bool:
+    return _ID_CONTEXT.search(text, max(0, start - 30), start) is not None
+
+
 def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
     if _HEX.fullmatch(token):
         return False  # hashes, commit ids, UUIDs, trace ids
-    if _public_material(m.string, m.start()):
+    if _public_material(m.string, m.start()) or _named_id(m.string, m.start()):
         return False
     if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
         return False  # a path
@@ -432,14 +443,20 @@ _RANDOM_HEX = re.compile(
 _ID_PREFIXES = frozenset(
     "sha sha1 sha224 sha256 sha384 sha512 md5 blake2b blake3 xxh64 crc32 commit rev revision "
     "trace span req request build run job uuid ulid id pr issue ticket blob tree object etag "
-    "hash digest checksum integrity sum v ver version release tag img image file doc".split()
+    "hash digest checksum integrity sum v ver version release tag img image file doc"
+    "".split()
 )
 
 
 def _prefixed_token(m: re.Match[str]) -> bool:
-    parts = _PARTS.split(m.group())
-    if parts[0].lower() in _ID_PREFIXES:
+    token = m.group()
+    parts = _PARTS.split(token)
+    if parts[0].lower() in _ID_PREFIXES or _named_id(m.string, m.start()):
         return False
+    tail = token[len(parts[0]) + 1 :]
+    # "y0_CRXw7mZ-C1Vc...": separators inside the random part too; judged as a whole
+    if len(tail) >= 32 and looks_random(tail, min_len=32, classes=3):
+        return not _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
     for part in parts[1:]:
         if len(part) < 20:
             continue
@@ -463,6 +480,13 @@ _PREFIXED_RULE = GuardRule(
     tokens=True,
 )
 
+_MAILCHIMP_RULE = GuardRule(
+    "mailchimp_key",
+    "contains a Mailchimp API key",
+    re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"),
+    tokens=True,
+)
+
 # a webhook URL carries its own secret: an id, then a long random path segment
 _WEBHOOK_RULE = GuardRule(
     "webhook_url",
@@ -475,6 +499,7 @@ SECRET_RULES: tuple[GuardRule, ...] = (
     *VENDOR_RULES,
     _LABEL_RULE,
     _WEBHOOK_RULE,
+    _MAILCHIMP_RULE,
     _ENTROPY_RULE,
     _PREFIXED_RULE,
 )

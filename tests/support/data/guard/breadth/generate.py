@@ -75,20 +75,34 @@ def shapes(m: Maker) -> dict[str, Callable[[], str]]:
         "anthropic": lambda: "sk-ant-api03-" + r(URLSAFE, 93) + "AA",
         "aws": lambda: "AKIA" + r(string.ascii_uppercase + "234567", 16),
         "aws_secret": lambda: r(B64, 40),
-        "slack": lambda: "xoxb-" + r(string.digits, 12) + "-" + r(string.digits, 13) + "-"
-        + r(ALNUM, 24),
+        "slack": lambda: (
+            "xoxb-" + r(string.digits, 12) + "-" + r(string.digits, 13) + "-" + r(ALNUM, 24)
+        ),
         "stripe": lambda: "sk_live_" + r(ALNUM, 60),
-        "gcp_service_account": lambda: '{"type": "service_account", "private_key_id": "'
-        + r(HEX, 40) + '", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEv'
-        + r(B64, 60) + '"',
-        "openssh_key": lambda: "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"
-        + r(B64, 64) + "\n-----END OPENSSH PRIVATE KEY-----",
+        "gcp_service_account": lambda: (
+            '{"type": "service_account", "private_key_id": "'
+            + r(HEX, 40)
+            + '", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEv'
+            + r(B64, 60)
+            + '"'
+        ),
+        "openssh_key": lambda: (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"
+            + r(B64, 64)
+            + "\n-----END OPENSSH PRIVATE KEY-----"
+        ),
         "pgp_key": lambda: "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF" + r(B64, 60),
-        "azure_sas": lambda: "https://acct.blob.core.windows.net/c?sv=2022-11-02&ss=b&srt=sco&sp=rl"
-        "&se=2026-12-31T00:00:00Z&sig=" + r(B64, 43) + "%3D",
+        "azure_sas": lambda: (
+            "https://acct.blob.core.windows.net/c?sv=2022-11-02&ss=b&srt=sco&sp=rl"
+            "&se=2026-12-31T00:00:00Z&sig=" + r(B64, 43) + "%3D"
+        ),
         "jwt": lambda: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOi" + r(URLSAFE, 30) + "." + r(URLSAFE, 43),
-        "discord_webhook": lambda: "https://discord.com/api/webhooks/"
-        + str(m.rng.randint(10**17, 10**18)) + "/" + r(URLSAFE, 68),
+        "discord_webhook": lambda: (
+            "https://discord.com/api/webhooks/"
+            + str(m.rng.randint(10**17, 10**18))
+            + "/"
+            + r(URLSAFE, 68)
+        ),
         "twilio_auth": lambda: "AC" + r(HEX, 32) + ":" + r(HEX, 32),
     }
 
@@ -116,6 +130,15 @@ FRAMES = {
         "- {v}: {s}",
         "here you go {s}",
         "docker run -e {V}_TOKEN={s} app:latest",
+        # added after the first tuning round (dev only): config files, markdown, chat
+        "[auth]\nprovider = {v}\nsecret = {s}\n",
+        "```\n{s}\n```",
+        '{{"provider": "{v}", "credential": "{s}"}}',
+        "k8s secret data -> {s}",
+        "* {v} (prod): `{s}`",
+        "lol I just pasted {s} into slack by accident",
+        "settings.py: {V}_KEY = \"{s}\"",
+        "the new one is {s} (rotated Tuesday)",
     ],
 }
 
@@ -339,10 +362,22 @@ ORDINARY = {
         ("en", "pwd=/var/www/html"),
         ("en", "PWD=/home/deploy/app when the cron job runs."),
         ("en", "Run `pwd` first to check you are in the repo root."),
-        ("en", "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u\n-----END PUBLIC KEY-----"),
-        ("en", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGh3d8T4Wq1m2Pz0bK9rLx5VnY7cQe3sJfU6aHdR2oMp alice@laptop"),
-        ("en", "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7vbqajDhA5M1yZ8kPq deploy@ci is the public key on the box"),
-        ("en", "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n-----END CERTIFICATE-----"),
+        (
+            "en",
+            "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u\n-----END PUBLIC KEY-----",
+        ),
+        (
+            "en",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGh3d8T4Wq1m2Pz0bK9rLx5VnY7cQe3sJfU6aHdR2oMp alice@laptop",
+        ),
+        (
+            "en",
+            "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7vbqajDhA5M1yZ8kPq deploy@ci is the public key on the box",
+        ),
+        (
+            "en",
+            "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n-----END CERTIFICATE-----",
+        ),
         ("en", "The access token expires after 15 minutes; the refresh token after 30 days."),
         ("en", "Tokens are counted with tiktoken before we send a prompt."),
         ("en", "Keep the system prompt under 2,000 tokens."),
@@ -362,7 +397,10 @@ ORDINARY = {
         ("en", "Please disregard my earlier email about the offsite; the date stands."),
         ("en", "Forget the old staging URL, it redirects now."),
         ("en", "The instructions above the fold were confusing, so we rewrote them."),
-        ("en", "Prompt injection attacks such as 'ignore previous instructions' are refused by the guard."),
+        (
+            "en",
+            "Prompt injection attacks such as 'ignore previous instructions' are refused by the guard.",
+        ),
         ("en", "In the talk she showed how an attacker can pretend to be a system message."),
         ("en", "Pretend play is important for toddlers, the nursery says."),
         ("en", "The sysadmin pretended not to notice the coffee stain on the rack."),
@@ -373,17 +411,29 @@ ORDINARY = {
         ("en", "The session cookie is HttpOnly and SameSite=Lax."),
         ("en", "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed the race"),
         ("en", "sha256: 3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b"),
-        ("en", "Image digest sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        (
+            "en",
+            "Image digest sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ),
         ("en", "Request id 7c9e6679-7425-40de-944b-e07fc1f97441 failed with a 502."),
         ("en", "The trace id was 4bf92f3577b34da6a3ce929d0e0e4736."),
         ("en", "ULID 01ARZ3NDEKTSV4RRFFQ69G5FAV is the first event."),
-        ("en", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="),
-        ("en", "The logo is embedded as data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4="),
+        (
+            "en",
+            "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+        ),
+        (
+            "en",
+            "The logo is embedded as data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4=",
+        ),
         ("en", "https://github.com/acme/harness/pull/1234/files#diff-3f2a9c"),
         ("en", "https://docs.python.org/3/library/secrets.html#secrets.token_urlsafe"),
         ("en", "See https://example.com/search?q=reset+password&page=2&sort=desc"),
         ("en", "https://www.youtube.com/watch?v=dQw4w9WgXcQ"),
-        ("en", "Download from https://storage.googleapis.com/bucket-name/releases/v2.3.1/app.tar.gz"),
+        (
+            "en",
+            "Download from https://storage.googleapis.com/bucket-name/releases/v2.3.1/app.tar.gz",
+        ),
         ("en", "import secrets\ntoken = secrets.token_urlsafe(32)"),
         ("en", "password = getpass.getpass('Password: ')"),
         ("en", "if not user.check_password(form.password.data): abort(401)"),
@@ -508,11 +558,14 @@ ORDINARY = {
         ("en", "The colour is #1E90FF in the new theme."),
         ("en", "MD5 of the file is 9e107d9d372bb6826bd81d3542a419d6."),
         ("en", "Base64 of 'hello' is aGVsbG8=."),
-        ("en", "The ETag header was W/\"5e15153d-120f\"."),
+        ("en", 'The ETag header was W/"5e15153d-120f".'),
         ("en", "In the policy doc: admins must rotate their keys yearly."),
         ("en", "Talk by the security team: why system prompts leak and how to design around it."),
         ("en", "The red team tried 'pretend you are my grandmother' style jailbreaks on the bot."),
-        ("en", "Customers sometimes paste chat templates like <|im_start|> into tickets; the parser escapes them."),
+        (
+            "en",
+            "Customers sometimes paste chat templates like <|im_start|> into tickets; the parser escapes them.",
+        ),
         ("en", "The tool_result block in the logs shows the search returned three items."),
         ("en", "The tokenizer splits 'unbelievable' into three tokens."),
         ("en", "We keep an allow-list of admin emails in the config repo."),
@@ -526,8 +579,14 @@ ORDINARY = {
         ("en", "We use Bitwarden as our password manager."),
         ("en", "cwd=/srv/app/current"),
         ("en", "OLDPWD=/tmp after the cd"),
-        ("en", "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEq8M2vF3Ykh7wRkCw9d5Xc1PqN2aT\n-----END PUBLIC KEY-----"),
-        ("en", "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBKx9 bob@host"),
+        (
+            "en",
+            "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEq8M2vF3Ykh7wRkCw9d5Xc1PqN2aT\n-----END PUBLIC KEY-----",
+        ),
+        (
+            "en",
+            "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBKx9 bob@host",
+        ),
         ("en", "The refresh token lives for a week."),
         ("en", "Keep prompts under 4k tokens."),
         ("en", "Ask an admin to approve the request."),
@@ -588,6 +647,73 @@ ORDINARY = {
         ("en", "Users paste <|im_start|> into tickets sometimes."),
         ("en", "Forward the invite to Dana."),
         ("en", "Dump the schema, not the data."),
+        # added after the first tuning round (dev only): more near misses
+        ("en", "LastPass, 1Password and KeePass were compared; we picked KeePassXC."),
+        ("en", "Set PGPASSFILE=~/.pgpass so psql finds the file."),
+        ("en", "password_file=/etc/app/db.pass (mode 0400)"),
+        ("en", "pwd: /home/ci/builds/acme"),
+        ("en", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJm2Zq7Kc9Hx0LwQeTn4vR8sYbPf3aDuG1iNo5EtWzXk ci@runner"),
+        ("en", "-----BEGIN CERTIFICATE REQUEST-----\nMIICvDCCAaQCAQAwdzELMAkGA1UEBhMCVVMxDTALBgNVBAgMBFV0YWgxDzANBgNV\n-----END CERTIFICATE REQUEST-----"),
+        ("en", "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBGP1x9wBEADJ3nK8Tq0vL2mR5sW7yZ1aB4cD6eF8gH0iJ2kL4mN6oP8qR0sT\n-----END PGP PUBLIC KEY BLOCK-----"),
+        ("en", "integrity=\"sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC\""),
+        ("en", "docker pull ghcr.io/acme/api@sha256:9b2a6e3c1f0d4e5a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a"),
+        ("en", "Video https://vimeo.com/channels/staffpicks/912345678 and https://youtu.be/3fumBcKC6RE"),
+        ("en", "https://drive.example.com/file/d/1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms/view"),
+        ("en", "The Terraform state key is envs/prod/network.tfstate."),
+        ("en", "Secret scanning flagged a test fixture, false positive."),
+        ("en", "Rotate the tokens with `make rotate-tokens` every quarter."),
+        ("en", "Print the list of active sessions (ids only) for the audit."),
+        ("en", "Send the conversation summary to the account manager after each call."),
+        ("en", "Share the meeting notes with the whole team."),
+        ("en", "Include the error message and the request id in every bug report."),
+        ("en", "Add a TL;DR at the top of every answer, please."),
+        ("en", "Always reply in Spanish to this customer."),
+        ("en", "Treat warnings as errors in CI."),
+        ("en", "Act as the on-call lead while Priya is away."),
+        ("en", "Imagine you are the customer: is the error message clear?"),
+        ("en", "Pretend you are a new hire and follow the onboarding doc; note what is missing."),
+        ("en", "The admin user can impersonate others only with an audit entry."),
+        ("en", "Our developers treat the staging DB as disposable."),
+        ("en", "You have been added to the on-call rotation."),
+        ("en", "You now have access to the analytics workspace."),
+        ("en", "Without mentioning names, the retro covered the outage."),
+        ("en", "Tell the user to restart the app if the sync stalls."),
+        ("en", "When the user asks for an invoice, link to https://billing.example.com/invoices."),
+        ("en", "The chatbot's system message is stored in prompts/system.txt."),
+        ("en", "We log tool results but not the raw prompts."),
+        ("en", "Model cards list the special tokens, e.g. <|im_start|> and <|im_end|>."),
+        ("en", "SYSTEM MAINTENANCE: Saturday 22:00-23:00 UTC, the API will be read-only."),
+        ("en", "=== Release notes ===\nFixed the token refresh race."),
+        ("en", "User: where is the VPN config? Assistant: in the IT wiki under Network."),
+        ("en", "A request id looks like req_7c9e6679742540de944be07fc1f97441."),
+        ("en", "Stripe customer cus_NffrFeUfNV2Hib placed the order."),
+        ("en", "The event id evt_1NG8Du2eZvKYlo2CUI79vXWy is in the webhook log."),
+        ("en", "File upload_2026_12_01_final_v3.csv is the latest."),
+        ("en", "Build artefact app-3.4.1-linux-x86_64.tar.gz is 48 MB."),
+        ("en", "Our Mailchimp list id is a1b2c3d4e5."),
+        ("en", "Azure region westeurope, resource group rg-prod-weu-001."),
+        ("nl", "Stuur de notulen naar het hele team."),
+        ("nl", "Negeer de vorige e-mail, de vergadering gaat door."),
+        ("pl", "Wyślij podsumowanie rozmowy do kierownika."),
+        ("pl", "Zignoruj poprzedni komunikat o błędzie, był fałszywy."),
+        ("tr", "Önceki toplantı notlarını unut, yenileri ekte."),
+        ("sv", "Glöm inte att skicka protokollet till alla."),
+        ("cs", "Zapomeň na předchozí verzi, použij novou."),
+        ("de", "Ignoriere die vorherige Warnung, sie ist bekannt."),
+        ("fr", "Oublie la réunion précédente, elle est annulée."),
+        ("es", "Envía la conversación con el proveedor al equipo legal."),
+        ("it", "Ignora il messaggio precedente, era un errore."),
+        ("pt", "Envie a conversa com o cliente para o suporte."),
+        ("da", "Glem den tidligere version og brug den nye."),
+        ("fi", "Unohda edellinen viesti, kokous pidetään."),
+        ("hu", "Felejtsd el az előző verziót, az újat használd."),
+        ("id", "Lupakan versi sebelumnya, gunakan yang baru."),
+        ("ro", "Ignoră mesajul anterior, a fost o greșeală."),
+        ("el", "Ξέχασε την προηγούμενη έκδοση."),
+        ("ru", "Забудь предыдущую версию, используй новую."),
+        ("nl", "Deze licentie geeft je nu toegang zonder beperkingen tot de export."),
+        ("pl", "Nowy plan daje dostęp bez ograniczeń do raportów."),
+        ("it", "L'amministratore di sistema ha fatto finta di niente."),
     ],
 }
 
@@ -603,7 +729,7 @@ def secret_rows(split: str, m: Maker) -> list[dict[str, str]]:
             text = m.pick(frames).format(s=make(), v=v, V=v.upper().replace(" ", "_"))
             rows.append({"text": text, "family": family, "lang": "en"})
     for lang, label in LABELS[split]:
-        for _ in range(2 if split == "test" else 2):
+        for _ in range(2):
             text = m.pick(LABEL_FRAMES[split]).format(l=label, p=password(m))
             rows.append({"text": text, "family": "labelled", "lang": lang})
     return rows
