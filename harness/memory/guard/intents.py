@@ -18,6 +18,7 @@ import re
 
 from harness.memory.guard.base import GuardRule
 from harness.memory.guard.injection import aimed_at_reader, injection_rule
+from harness.memory.guard.variants import first_letter_guard
 
 __all__ = ["INTENT_RULES"]
 
@@ -108,12 +109,14 @@ INTENT_RULES: tuple[GuardRule, ...] = (
     injection_rule(
         "injection_exfiltrate",
         "looks like a prompt injection (moves the conversation or sensitive data)",
-        rf"\b{_MOVE}\b[^\n]{{0,100}}?\b{_SENSITIVE}\b(?!{_ABOUT})",
+        # the guard before the object: one character test at each position the scan tries
+        rf"\b{_MOVE}\b[^\n]{{0,100}}?{first_letter_guard(_SENSITIVE)}\b{_SENSITIVE}\b(?!{_ABOUT})",
         _moves_data,
         anchors=(
             "send post forward upload email e-mail copy transmit submit leak exfiltrate append "
             "attach include insert embed put add dump print output read+out list show give "
-            "reveal paste encode share export mail bcc cc return reply answer respond"
+            "reveal paste encode share export mail bcc return reply+with reply+only answer+with "
+            "answer+only respond+with respond+only"
         ),
     ),
     injection_rule(
@@ -134,9 +137,17 @@ INTENT_RULES: tuple[GuardRule, ...] = (
             or not m.group().lower().startswith(("pretend", "imagine", "act", "behave", "role"))
         ),
         anchors=(
-            "pretend imagine act behave role roleplay role-play treat regard consider follow obey "
-            "trust handle you you've this+is the+following here+is i the+real even+if do+what "
-            "switch+to"
+            "pretend imagine act behave role roleplay role-play you+have you've you+now this+is "
+            "the+following here+is i+hereby i+authorise i+authorize the+real even+if do+what "
+            "follow+what obey+me obey+this switch+to "
+            + " ".join(
+                f"{verb}+{what}"
+                for verb in str.split("treat regard consider follow obey trust handle")
+                for what in str.split(
+                    "every all any anything everything whatever message messages "
+                    "request requests instruction instructions text content note notes"
+                )
+            )
         ),
     ),
     injection_rule(
@@ -150,7 +161,24 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         r"|\bas\s+(?:if|though)\s+(?:your\s+|the\s+|all\s+)?(?:\w+\s+){0,2}(?:instructions|guidelines|rules|restrictions|filters|safeguards|polic(?:y|ies))\s+(?:had\s+been|were|was|have\s+been|never)\s+(?:never\s+)?(?:lifted|removed|switched\s+off|turned\s+off|disabled|suspended|given|existed|written)"
         r"|\b(?:act|behave)\s+(?:like|as\s+(?:if|though))\s+(?:the\s+|your\s+|all\s+)?(?:\w+\s+)?(?:instructions|guidelines|rules|prompt)\s+(?:never|were\s+never|don'?t|do\s+not)",
         None,
-        anchors="and but then without tell warn ask convince instruct say claim call present your as+if as+though act behave",
+        anchors=(
+            "and+never and+don't and+dont and+do+not and+let but+never but+don't but+do+not "
+            "then+never then+don't then+do+not without+mentioning without+disclosing "
+            "without+showing without+revealing your as+if as+though act+like act+as behave+like "
+            "behave+as "
+            + " ".join(
+                f"{verb}+{whom}"
+                for verb in str.split("tell warn ask convince instruct")
+                for whom in str.split("the every all each any")
+            )
+            + " "
+            + " ".join(
+                f"{verb}+{it}"
+                for verb in str.split("say claim call present")
+                for it in str.split("it this that")
+            )
+            + " tell+them tell+user tell+users"
+        ),
     ),
     injection_rule(
         "injection_header",
@@ -166,7 +194,14 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         r"(?:^|(?<=[\s#=*>\[-]))(?:[#=*\[-]{2,}\s*)?(?:important|urgent|critical|new|official|mandatory|priority)?\s*"
         r"(?:system|admin(?:istrator)?|developer|operator|security|root)\s+(?:override|update|message|notice|alert|announcement|instructions?|command|directive)s?\s*(?:[#=*\]:-]+)",
         _banner,
-        anchors="system admin administrator developer operator security root",
+        # the match begins at the role word: anchored on role and noun together
+        anchors=" ".join(
+            f"{role}+{noun}*"
+            for role in str.split("system admin administrator developer operator security root")
+            for noun in str.split(
+                "override update message notice alert announcement instruction command directive"
+            )
+        ),
     ),
     injection_rule(
         "injection_header",

@@ -136,14 +136,28 @@ def _in_sentence(*needed: str) -> Callable[[re.Match[str]], bool]:
     return accept
 
 
-def _anchors(alternation: str) -> tuple[str, ...]:
-    # the first word of each phrase, lower-cased, as a stem ("zignoruj*")
-    firsts = {a.split("\\s+")[0].lower() for a in alternation.split("|")}
-    return tuple(sorted(f"{w}*" for w in firsts if "\\" not in w))
+_META = re.compile(r"[\\()\[?*+{]")
 
 
-def _rule(rule: str, reason: str, head: str, *needed: str, anchors: str = "") -> GuardRule:
-    found = " ".join((*_anchors(head), *anchors.split()))
+def _anchors(alternation: str, whole: bool = False) -> tuple[str, ...]:
+    """Each phrase's literal beginning, lower-cased, as a stem ("zignoruj*", "tu so*"); with
+    ``whole``, one-word phrases as whole words ("sende", not "sender"). A beginning shorter
+    than three letters is left out: the rule names its anchor explicitly."""
+    found = set()
+    for alternative in alternation.split("|"):
+        phrase = alternative.replace("(?!\\w)", "").replace("\\s+", " ")
+        cut = _META.search(phrase)
+        head = (phrase[: cut.start()] if cut else phrase).lower().rstrip()
+        if len(head) < 3:
+            continue
+        found.add(head if whole and head.isalpha() and cut is None else f"{head}*")
+    return tuple(sorted(found))
+
+
+def _rule(
+    rule: str, reason: str, head: str, *needed: str, anchors: str = "", whole: bool = False
+) -> GuardRule:
+    found = " ".join(a.replace(" ", "+") for a in (*_anchors(head, whole), *anchors.split()))
     return injection_rule(rule, reason, rf"(?<!\w)(?:{head})", _in_sentence(*needed), anchors=found)
 
 
@@ -154,6 +168,7 @@ LANGUAGE_RULES: tuple[GuardRule, ...] = (
         _DROP,
         _BEFORE,
         _RULES,
+        whole=True,
     ),
     _rule(
         "injection_role",
@@ -167,6 +182,7 @@ LANGUAGE_RULES: tuple[GuardRule, ...] = (
         "looks like a prompt injection (pretended authority, non-English)",
         _PRETEND,
         rf"\w*(?:{_ADMIN})",
+        whole=True,
     ),
     _rule(
         "injection_exfiltrate",
@@ -180,6 +196,7 @@ LANGUAGE_RULES: tuple[GuardRule, ...] = (
         "looks like a prompt injection (sends the conversation away, non-English)",
         _SEND,
         _WHOLE_CHAT,
+        whole=True,
     ),
     _rule(
         "injection_exfiltrate",
@@ -187,5 +204,6 @@ LANGUAGE_RULES: tuple[GuardRule, ...] = (
         _SEND,
         _CHAT,
         r"https?://|[\w.+-]+@[\w-]+\.\w",
+        whole=True,
     ),
 )

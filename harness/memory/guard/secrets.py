@@ -64,7 +64,7 @@ _WEAK = (
 )  # fmt: skip
 _SUFFIXES = r"(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d)"
 _SUFFIX = rf"(?:[_\-]?{first_letter_guard(_SUFFIXES)}{_SUFFIXES})?"
-_COPULA = r"=>|:=|->|--(?=\s)|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là|jest|är|je|este|adalah|è)(?![^\W\d_])|는|은|は|是|为|為"
+_COPULA = r"=>|:=|->|--(?=\s)|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
 # tried after every word of the "between" part: one character test before the alternatives
 _SEP_GUARD = first_letter_guard(_COPULA)
 
@@ -407,8 +407,6 @@ def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
     if _HEX.fullmatch(token):
         return False  # hashes, commit ids, UUIDs, trace ids
-    if _public_material(m.string, m.start()) or _named_id(m.string, m.start()):
-        return False
     if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
         return False  # a path
     # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
@@ -418,8 +416,12 @@ def _random_token(m: re.Match[str]) -> bool:
         and (len(core) >= 24 or sum(c.isdigit() for c in core) >= 3)
     ):
         return False
-    # a base64 digest or fingerprint the text itself calls a hash
-    return not _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
+    # a base64 digest or fingerprint the text itself calls a hash, an id, public key material
+    return not (
+        _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
+        or _named_id(m.string, m.start())
+        or _public_material(m.string, m.start())
+    )
 
 
 _ENTROPY_RULE = GuardRule(
@@ -434,29 +436,35 @@ _ENTROPY_RULE = GuardRule(
 # Most vendors issue "<name>_<random>" tokens ("bkua_", "shippo_live_", "dt0c01.", "sk_"):
 # the shape is the evidence, not the vendor's list. The random part may be hex (then 32+
 # digits, as a hash would be, but after a name) or letters and digits of one case.
-_PREFIXED = re.compile(r"(?<![A-Za-z0-9_\-.:+/=])[A-Za-z][A-Za-z0-9]*(?:[_\-.:][A-Za-z0-9]+)+")
+# (the lookahead keeps the many short "name_name" words from reaching the accept test)
+_PREFIXED = re.compile(
+    r"(?<![A-Za-z0-9_\-.:+/=])[A-Za-z][A-Za-z0-9]*(?=[_\-.:])(?=[A-Za-z0-9_\-.:]{21})"
+    r"(?:[_\-.:][A-Za-z0-9]+)+"
+)
 _PARTS = re.compile(r"[_\-.:]")
 _RANDOM_HEX = re.compile(
     r"(?=(?:[^a-f]*[a-f]){4})(?=(?:\D*\d){4})[0-9a-f]{32,}|(?=(?:[^A-F]*[A-F]){4})(?=(?:\D*\d){4})[0-9A-F]{32,}"
 )
 # first parts that name a digest or an id, not a credential
 _ID_PREFIXES = frozenset(
-    "sha sha1 sha224 sha256 sha384 sha512 md5 blake2b blake3 xxh64 crc32 commit rev revision "
-    "trace span req request build run job uuid ulid id pr issue ticket blob tree object etag "
-    "hash digest checksum integrity sum v ver version release tag img image file doc"
-    "".split()
+    str.split(
+        "sha sha1 sha224 sha256 sha384 sha512 md5 blake2b blake3 xxh64 crc32 commit rev revision "
+        "trace span req request build run job uuid ulid id pr issue ticket blob tree object etag "
+        "hash digest checksum integrity sum v ver version release tag img image file doc"
+        ""
+    )
 )
 
 
 def _prefixed_token(m: re.Match[str]) -> bool:
     token = m.group()
     parts = _PARTS.split(token)
-    if parts[0].lower() in _ID_PREFIXES or _named_id(m.string, m.start()):
+    if parts[0].lower() in _ID_PREFIXES:
         return False
     tail = token[len(parts[0]) + 1 :]
     # "y0_CRXw7mZ-C1Vc...": separators inside the random part too; judged as a whole
     if len(tail) >= 32 and looks_random(tail, min_len=32, classes=3):
-        return not _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
+        return not _named(m)
     for part in parts[1:]:
         if len(part) < 20:
             continue
@@ -468,8 +476,14 @@ def _prefixed_token(m: re.Match[str]) -> bool:
                 or (len(part) >= 32 and entropy(part) >= 4.0 and not part.isdigit())
             )
         ):
-            return not _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
+            return not _named(m)
     return False
+
+
+def _named(m: re.Match[str]) -> bool:
+    """Whether the text calls the token at ``m`` a hash or an id. Pure."""
+    text, start = m.string, m.start()
+    return bool(_HASH_CONTEXT.search(text, max(0, start - 40), start) or _named_id(text, start))
 
 
 _PREFIXED_RULE = GuardRule(
@@ -492,7 +506,7 @@ _WEBHOOK_RULE = GuardRule(
     "webhook_url",
     "contains a webhook URL with its secret",
     re.compile(r"webhooks?(?:b2)?/[\w@.\-]{6,}/[A-Za-z0-9_\-]{30,}", re.IGNORECASE),
-    anchors=("webhook*",),
+    anchors=("webhook/", "webhooks/", "webhookb2/"),
 )
 
 SECRET_RULES: tuple[GuardRule, ...] = (
