@@ -112,7 +112,7 @@ class RegexGuard:
 
 def _token_shapes_only(rule: GuardRule) -> bool:
     # joining lines glues sentences together: only secret shapes are read there
-    return rule.secret and rule.rule not in ("high_entropy_token", "prefixed_token")
+    return rule.secret and rule.rule != "high_entropy_token"
 
 
 def _read_before_folding(rule: GuardRule) -> bool:

@@ -137,7 +137,7 @@ FRAMES = {
         "k8s secret data -> {s}",
         "* {v} (prod): `{s}`",
         "lol I just pasted {s} into slack by accident",
-        "settings.py: {V}_KEY = \"{s}\"",
+        'settings.py: {V}_KEY = "{s}"',
         "the new one is {s} (rotated Tuesday)",
     ],
 }
@@ -652,13 +652,34 @@ ORDINARY = {
         ("en", "Set PGPASSFILE=~/.pgpass so psql finds the file."),
         ("en", "password_file=/etc/app/db.pass (mode 0400)"),
         ("en", "pwd: /home/ci/builds/acme"),
-        ("en", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJm2Zq7Kc9Hx0LwQeTn4vR8sYbPf3aDuG1iNo5EtWzXk ci@runner"),
-        ("en", "-----BEGIN CERTIFICATE REQUEST-----\nMIICvDCCAaQCAQAwdzELMAkGA1UEBhMCVVMxDTALBgNVBAgMBFV0YWgxDzANBgNV\n-----END CERTIFICATE REQUEST-----"),
-        ("en", "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBGP1x9wBEADJ3nK8Tq0vL2mR5sW7yZ1aB4cD6eF8gH0iJ2kL4mN6oP8qR0sT\n-----END PGP PUBLIC KEY BLOCK-----"),
-        ("en", "integrity=\"sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC\""),
-        ("en", "docker pull ghcr.io/acme/api@sha256:9b2a6e3c1f0d4e5a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a"),
-        ("en", "Video https://vimeo.com/channels/staffpicks/912345678 and https://youtu.be/3fumBcKC6RE"),
-        ("en", "https://drive.example.com/file/d/1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms/view"),
+        (
+            "en",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJm2Zq7Kc9Hx0LwQeTn4vR8sYbPf3aDuG1iNo5EtWzXk ci@runner",
+        ),
+        (
+            "en",
+            "-----BEGIN CERTIFICATE REQUEST-----\nMIICvDCCAaQCAQAwdzELMAkGA1UEBhMCVVMxDTALBgNVBAgMBFV0YWgxDzANBgNV\n-----END CERTIFICATE REQUEST-----",
+        ),
+        (
+            "en",
+            "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBGP1x9wBEADJ3nK8Tq0vL2mR5sW7yZ1aB4cD6eF8gH0iJ2kL4mN6oP8qR0sT\n-----END PGP PUBLIC KEY BLOCK-----",
+        ),
+        (
+            "en",
+            'integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC"',
+        ),
+        (
+            "en",
+            "docker pull ghcr.io/acme/api@sha256:9b2a6e3c1f0d4e5a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a",
+        ),
+        (
+            "en",
+            "Video https://vimeo.com/channels/staffpicks/912345678 and https://youtu.be/3fumBcKC6RE",
+        ),
+        (
+            "en",
+            "https://drive.example.com/file/d/1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms/view",
+        ),
         ("en", "The Terraform state key is envs/prod/network.tfstate."),
         ("en", "Secret scanning flagged a test fixture, false positive."),
         ("en", "Rotate the tokens with `make rotate-tokens` every quarter."),
