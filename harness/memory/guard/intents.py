@@ -31,13 +31,14 @@ _SENSITIVE = (
     r"chat\s+(?:so\s+far|history|log|transcript)|(?:message|chat|conversation|browsing)\s+history|"
     r"(?:other\s+users?'?s?|every\s+other\s+user'?s?|all\s+users'?)\s+(?:\w+\s+)?(?:memories|notes|messages|data|files|history|emails?|cookies?|passwords?|tokens?)|"
     r"(?:the\s+users?'s?|their)\s+(?:\w+\s+)?(?:cookies?|passwords?|tokens?|credentials|history)|"
-    r"(?:all|every|stored|saved)\s+(?:\w+\s+){0,2}?memories|(?:session|auth(?:entication)?|login)\s+(?:cookies?|tokens?)|cookies|"
+    r"(?:all|every)\s+(?:\w+\s+){0,2}?memories|(?:session|auth(?:entication)?|login)\s+(?:cookies?|tokens?)|cookies|"
     r"(?:api|access|secret|private|ssh)\s+keys?|credentials|passwords|secrets|"
     r"(?:database|admin|root)\s+password|(?:server'?s?\s+|the\s+|your\s+)environment(?:\s+variables)?|env(?:ironment)?\s+variables|"
     r"(?:initial|starting|original|hidden|secret|system|full|internal)\s+(?:\w+\s+)?(?:configuration|config|setup|text|prompt|instructions|message)|"
-    r"system\s+prompt|customer\s+(?:list|data|records)|user\s+(?:data|records|list)|users\s+table|"
-    r"every\s+(?:file|document|attachment|upload)|(?:uploaded|shared)\s+(?:files|documents)|"
-    r"npmrc|netrc|id_rsa|kubeconfig|audit\s+log)"
+    r"system\s+prompt|npmrc|netrc|id_rsa|kubeconfig|"
+    # business data: hostile only when sent somewhere or slipped into the reader's output
+    r"(?P<business>customer\s+(?:list|data|records)|user\s+(?:data|records|list)|users\s+table|"
+    r"every\s+(?:file|document|attachment|upload)|(?:uploaded|shared)\s+(?:files|documents)))"
 )
 # An order that moves or shows data, at the start of its clause.
 _MOVE = (
@@ -62,11 +63,14 @@ _DESTINATION = re.compile(
 
 
 def _moves_data(m: re.Match[str]) -> bool:
-    # an order to the reader, or one whose sentence points at the reader's own output
-    if aimed_at_reader(m.string, m.start()):
-        return True
+    # an order to the reader, or one whose sentence points at the reader's own output; for
+    # business data ("include the customer list") an address or the reader's output as well
     sentence = _sentence(m.string, m.start())
-    return _OWN_OUTPUT.search(sentence) is not None
+    if _OWN_OUTPUT.search(sentence) is not None:
+        return True
+    if m.group("business") is not None and _DESTINATION.search(sentence) is None:
+        return False
+    return aimed_at_reader(m.string, m.start())
 
 
 def _sentence(text: str, at: int) -> str:
