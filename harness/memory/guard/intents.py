@@ -34,7 +34,8 @@ _SENSITIVE = (
     r"(?:all|every)\s+(?:\w+\s+){0,2}?memories|(?:session|auth(?:entication)?|login)\s+(?:cookies?|tokens?)|cookies|"
     r"(?:api|access|secret|private|ssh)\s+keys?|credentials|passwords|secrets|"
     r"(?:database|admin|root)\s+password|(?:server'?s?\s+|the\s+|your\s+)environment(?:\s+variables)?|env(?:ironment)?\s+variables|"
-    r"(?:initial|starting|original|hidden|secret|system|full|internal)\s+(?:\w+\s+)?(?:configuration|config|setup|text|prompt|instructions|message)|"
+    r"(?:initial|starting|original)\s+(?:\w+\s+)?(?:configuration|config|setup|instructions|prompt)|"
+    r"(?:hidden|secret|internal)\s+(?:\w+\s+)?(?:configuration|config|setup|text|prompt|instructions|message)|"
     r"system\s+prompt|npmrc|netrc|id_rsa|kubeconfig|"
     # business data: hostile only when sent somewhere or slipped into the reader's output
     r"(?P<business>customer\s+(?:list|data|records)|user\s+(?:data|records|list)|users\s+table|"

@@ -225,7 +225,12 @@ class RuleSet:
             if trigger is not None and trigger.search(text, start, end) is None:
                 continue
             for rule in rules:
-                m = rule._search(text, start, end)
+                # most long words hold no match: one search, no call to ``_search``
+                m = rule.pattern.search(text, start, end)
+                if m is None:
+                    continue
+                if rule.accept is not None and not rule.accept(m):
+                    m = rule._search(text, m.start() + 1, end)
                 if m is not None:
                     return rule, m
         return None

@@ -437,9 +437,10 @@ _ENTROPY_RULE = GuardRule(
 # the shape is the evidence, not the vendor's list. The random part may be hex (then 32+
 # digits, as a hash would be, but after a name) or letters and digits of one case.
 # (the lookahead keeps the many short "name_name" words from reaching the accept test)
+# A Mailchimp key ("<32 hex>-us12") is read by the same search: one search per long word.
 _PREFIXED = re.compile(
     r"(?<![A-Za-z0-9_\-.:+/=])[A-Za-z][A-Za-z0-9]*(?=[_\-.:])(?=[A-Za-z0-9_\-.:]{21})"
-    r"(?:[_\-.:][A-Za-z0-9]+)+"
+    r"(?:[_\-.:][A-Za-z0-9]+)+|(?P<mailchimp>\b[0-9a-f]{32}-us\d{1,2}\b)"
 )
 _PARTS = re.compile(r"[_\-.:]")
 _RANDOM_HEX = re.compile(
@@ -457,6 +458,8 @@ _ID_PREFIXES = frozenset(
 
 
 def _prefixed_token(m: re.Match[str]) -> bool:
+    if m.group("mailchimp"):
+        return True
     token = m.group()
     parts = _PARTS.split(token)
     if parts[0].lower() in _ID_PREFIXES:
@@ -494,13 +497,6 @@ _PREFIXED_RULE = GuardRule(
     tokens=True,
 )
 
-_MAILCHIMP_RULE = GuardRule(
-    "mailchimp_key",
-    "contains a Mailchimp API key",
-    re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"),
-    tokens=True,
-)
-
 # a webhook URL carries its own secret: an id, then a long random path segment
 _WEBHOOK_RULE = GuardRule(
     "webhook_url",
@@ -513,7 +509,6 @@ SECRET_RULES: tuple[GuardRule, ...] = (
     *VENDOR_RULES,
     _LABEL_RULE,
     _WEBHOOK_RULE,
-    _MAILCHIMP_RULE,
     _ENTROPY_RULE,
     _PREFIXED_RULE,
 )
