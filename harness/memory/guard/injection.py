@@ -124,6 +124,19 @@ def _narrowed(pattern: str, lead: str) -> tuple[tuple[str, str], ...]:
     )
 
 
+# "Without telling anyone, she fixed the test": a subject after the clause tells a story
+_NARRATED = re.compile(
+    r"[^.!?\n]{0,40}?,\s*(?:she|he|they|we|i|someone|somebody|nobody|the\s+\w+|our\s+\w+|my\s+\w+)\s",
+    _I,
+)
+
+
+def _not_narrated(m: re.Match[str]) -> bool:
+    if m.group()[:7].lower() != "without":
+        return True
+    return _NARRATED.match(m.string, m.end()) is None
+
+
 _VERB = (
     r"(?:ignore|disregard|forget(?:\s+about)?|override|bypass|skip|discard|drop|abandon|erase|wipe|"
     r"neglect|set\s+aside|throw\s+out|pay\s+no\s+(?:attention|heed|mind)\s+to|do\s+not\s+(?:follow|obey|heed)|"
@@ -288,6 +301,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"|\bwithout\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+)?(?:user|anyone|admin|human|operator)"
         r"|\balways\s+obey\s+this\b|\bthis\s+(?:memory|note|message|instruction)\s+(?:has|takes|carries)\s+(?:the\s+)?(?:highest|top|absolute|overriding)\s+priority"
         r"|\boverrides?\s+(?:all|any)\s+(?:other|previous|later|prior)\s+(?:instructions|rules)|\babove\s+any\s+other\s+instructions?",
+        _not_narrated,
         anchors=(
             "do+not don't dont never silently secretly covertly quietly without always+obey "
             "this+memory this+note this+message this+instruction overrides override above+any"

@@ -85,7 +85,7 @@ _AUTHORITY = (
     r"(?:(?:system|site|server|database|db|it|network|root)\s+)?(?:admin(?:istrator)?s?|sysadmin|superuser|root\s+user|"
     r"developers?|owners?|operators?|creators?|makers?|moderators?|security\s+team|the\s+system)"
 )
-_CHAT_ROLE = r"(?:system|developer|assistant|tool|ipython|model)"
+_CHAT_ROLE = r"(?:system|developer|assistant|user|tool|ipython|model)"
 _MENTIONED = re.compile(
     r"(?:like|such\s+as|e\.g\.|tokens?|tags?|strings?|uses?|emits?|emitted|returned|paste[sd]?|called|"
     r"markers?|templates?)\W{0,3}$",
@@ -100,7 +100,14 @@ def _not_mentioned(m: re.Match[str]) -> bool:
 
 
 def _banner(m: re.Match[str]) -> bool:
+    # "IMPORTANT SYSTEM UPDATE:", "ADMIN OVERRIDE": the frame itself is the forgery; a plain
+    # "System update:" counts when an order follows
+    if _URGENT.search(m.string, max(0, m.start() - 12), m.end()):
+        return True
     return _BANNER_ORDER.search(m.string, m.end(), m.end() + 200) is not None
+
+
+_URGENT = re.compile(r"important|urgent|critical|mandatory|priority|override", _I)
 
 
 _BANNER_ORDER = re.compile(
@@ -189,9 +196,12 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         "injection_header",
         "looks like a prompt injection (chat-template role token)",
         rf"<\|im_start\|>\s*{_CHAT_ROLE}\b|<\|start_header_id\|>\s*{_CHAT_ROLE}\s*<\|end_header_id\|>"
-        rf"|<\|(?:system|developer)\|>|<start_of_turn>\s*{_CHAT_ROLE}\b|<<\s*/?\s*sys\s*>>",
+        rf"|<\|(?:system|developer)\|>|<start_of_turn>\s*{_CHAT_ROLE}\b|<<\s*/?\s*sys\s*>>"
+        # a tool's or the system's own message frame, opened ("<tool_result>", "<system>")
+        r"|<(?:tool_result|tool_output|tool_response|function_results?|function_call|tool_call|"
+        r"system|system_prompt|developer|admin|root)(?:\s[^<>\n]{0,60})?>",
         _not_mentioned,
-        anchors="<| <start_of_turn <<",
+        anchors="<| <start_of_turn << <tool <function <system <developer <admin <root",
     ),
     injection_rule(
         "injection_header",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness.memory.guard.base import GuardRule, entropy, looks_random
+from harness.memory.guard.base import GuardRule, entropy, is_path, looks_random
 from harness.memory.guard.variants import by_first_letters, first_letter_guard
 from harness.memory.guard.vendors import VENDOR_RULES
 
@@ -130,6 +130,13 @@ _PROSE = _words(
 )
 
 
+# nouns that make a label part of a compound naming something else ("password manager")
+_COMPOUNDS = _words(
+    """manager managers policy policies reset rules rule length field hint strength prompt vault
+    store safe generator hash hashes rotation expiry format scanning scanner page form screen
+    dialog flow change complexity requirements requirement protected count limit type name
+    bucket budget window provider service app tool file files rotator checker"""
+)
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _CODE_SEPS = frozenset({":", "=", "=>", ":=", "：", "=="})
 # labels that name a user and a password together ("credentials: admin / pw"), by their start
@@ -184,16 +191,6 @@ def _surely_refused(m: re.Match[str]) -> bool:
     return not value or _placeholder(value)
 
 
-_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.\-]+)+/?|[A-Za-z]:\\[\w.\\\-]*")
-
-
-def _is_path(value: str) -> bool:
-    """A file path made of words ("/var/www/html", "~/.pgpass"): a reference, not a secret."""
-    if _PATH.fullmatch(value) is None:
-        return False
-    return not any(looks_random(p, min_len=12, classes=2) for p in re.split(r"[/\\]", value))
-
-
 def _labelled_secret(m: re.Match[str]) -> bool:
     start = m.start("label")
     text = m.string
@@ -204,9 +201,11 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return False
     value, quote, sep, strong = _value_of(m)
     spaced = not sep
-    if len(set(value)) == 1 or _is_path(value):
+    if len(set(value)) == 1 or is_path(value):
         return False
     between = m.group("between")
+    if between and between.split()[0].lower() in _COMPOUNDS:
+        return False  # "password manager is 1Password": the label names another thing
     if spaced and (quote or not strong):
         spaced_ok = looks_random(value, min_len=16, classes=2)
         return spaced_ok

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from harness.memory.guard.base import GuardRule, looks_random
+from harness.memory.guard.base import GuardRule, is_path, looks_random
 
 __all__ = ["VENDOR_RULES"]
 
@@ -170,7 +170,7 @@ VENDOR_RULES: tuple[GuardRule, ...] = (
         "contains a connection string with an account key or password",
         r"(?:AccountKey|SharedAccessKey|Password|Pwd)=(?P<t>[^;\s\"']{8,})",
         _I,
-        lambda m: not m.group("t").startswith(("$", "{", "<", "%")),
+        lambda m: not m.group("t").startswith(("$", "{", "<", "%")) and not is_path(m.group("t")),
         anchors=("key=", "password=", "pwd="),
         back_off=True,
     ),
