@@ -102,12 +102,14 @@ def _not_mentioned(m: re.Match[str]) -> bool:
 def _banner(m: re.Match[str]) -> bool:
     # "IMPORTANT SYSTEM UPDATE:", "ADMIN OVERRIDE": the frame itself is the forgery; a plain
     # "System update:" counts when an order follows
-    if _URGENT.search(m.string, max(0, m.start() - 12), m.end()):
+    if "override" in m.group().lower() or _URGENT.search(
+        m.string, max(0, m.start() - 14), m.start()
+    ):
         return True
     return _BANNER_ORDER.search(m.string, m.end(), m.end() + 200) is not None
 
 
-_URGENT = re.compile(r"important|urgent|critical|mandatory|priority|override", _I)
+_URGENT = re.compile(r"\b(?:important|urgent|critical|mandatory|priority)[\s#=*\[-]*$", _I)
 
 
 _BANNER_ORDER = re.compile(
