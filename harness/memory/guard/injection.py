@@ -20,7 +20,7 @@ from harness.memory.guard.variants import (
     split_alternatives,
 )
 
-__all__ = ["INJECTION_RULES", "aimed_at_reader", "injection_rule"]
+__all__ = ["INJECTION_RULES", "MENTIONED", "aimed_at_reader", "injection_rule"]
 
 _I = re.IGNORECASE
 
@@ -60,7 +60,19 @@ def aimed_at_reader(text: str, start: int) -> bool:
     return all(w in _LEAD for w in words)
 
 
+# what introduces a token as talked about rather than used ("templates like <|im_start|>")
+MENTIONED = re.compile(
+    r"(?:like|such\s+as|e\.g\.|tokens?|tags?|strings?|uses?|emits?|emitted|returned|returns|"
+    r"paste[sd]?|called|markers?|templates?|printed|outputs?|produced|sent)\W{0,3}$",
+    _I,
+)
+
+
 def _fake_header(m: re.Match[str]) -> bool:
+    if (m.group("rest3") is not None or m.group("rest4") is not None) and MENTIONED.search(
+        m.string, max(0, m.start() - 40), m.start()
+    ):
+        return False
     if m.group("rest") is not None:
         # "System: ..." only counts at the start of a line or sentence
         # the character before the header, skipping " \t#*>" (without copying the text)

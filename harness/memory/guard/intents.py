@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from harness.memory.guard.base import GuardRule
-from harness.memory.guard.injection import aimed_at_reader, injection_rule
+from harness.memory.guard.injection import MENTIONED, aimed_at_reader, injection_rule
 from harness.memory.guard.variants import first_letter_guard
 
 __all__ = ["INTENT_RULES"]
@@ -86,17 +86,11 @@ _AUTHORITY = (
     r"developers?|owners?|operators?|creators?|makers?|moderators?|security\s+team|the\s+system)"
 )
 _CHAT_ROLE = r"(?:system|developer|assistant|user|tool|ipython|model)"
-_MENTIONED = re.compile(
-    r"(?:like|such\s+as|e\.g\.|tokens?|tags?|strings?|uses?|emits?|emitted|returned|paste[sd]?|called|"
-    r"markers?|templates?)\W{0,3}$",
-    _I,
-)
 
 
 def _not_mentioned(m: re.Match[str]) -> bool:
     # "chat templates like <|im_start|>system": talk about the token, not the token at work
-    head = m.string[max(0, m.start() - 40) : m.start()]
-    return _MENTIONED.search(head) is None
+    return MENTIONED.search(m.string, max(0, m.start() - 40), m.start()) is None
 
 
 def _banner(m: re.Match[str]) -> bool:
@@ -137,8 +131,8 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         "injection_role",
         "looks like a prompt injection (claims an authority for the reader)",
         rf"\b(?:pretend|imagine|act|behave|role-?play)\s+(?:(?:that\s+)?you(?:'re|\s+are)|to\s+be|like|as(?:\s+if\s+you\s+were)?|you\s+were)\s+(?:the\s+|a\s+|an\s+|my\s+|our\s+)?(?:\w+\s+){{0,2}}?{_AUTHORITY}\b"
-        rf"|\b(?:treat|regard|consider|follow|obey|trust|handle)\s+(?:every|all|any|anything|everything|whatever|messages?|requests?|instructions?|text|content|notes?)\b[^.!?\n]{{0,80}}?\bas\s+(?:if\s+(?:it\s+)?(?:came|comes|were|was)\s+from\s+|coming\s+from\s+|though\s+)?(?:\w+\s+){{0,2}}?{_AUTHORITY}"
-        rf"|\b(?:treat|follow|obey)\s+[^.!?\n]{{0,60}}?\bas\s+if\s+your\s+{_AUTHORITY}\s+(?:wrote|sent|said)"
+        rf"|\b(?:treat|regard|consider|follow|obey|trust|handle)\s+(?:every|all|any|anything|everything|whatever|messages?|requests?|instructions?|text|content|notes?)\b(?:[^.!?\n]|\.(?=\S)){{0,80}}?\bas\s+(?:if\s+(?:it\s+)?(?:came|comes|were|was)\s+from\s+|coming\s+from\s+|though\s+)?(?:\w+\s+){{0,2}}?{_AUTHORITY}"
+        rf"|\b(?:treat|follow|obey)\s+(?:[^.!?\n]|\.(?=\S)){{0,60}}?\bas\s+if\s+your\s+{_AUTHORITY}\s+(?:wrote|sent|said)"
         r"|\byou(?:'ve|\s+have)\s+(?:now\s+)?(?:been\s+)?(?:granted|given)\s+(?:\w+\s+)?(?:root|admin(?:istrator)?|elevated|full|superuser|unrestricted|owner)\s+(?:access|rights|privileges|permissions)"
         r"|\byou\s+now\s+have\s+(?:root|admin(?:istrator)?|elevated|full|superuser|unrestricted)\s+(?:access|rights|privileges|permissions)"
         rf"|\b(?:this\s+is|the\s+following\s+is|here\s+is)\s+a\s+(?:\w+\s+)?message\s+from\s+your\s+{_AUTHORITY}"

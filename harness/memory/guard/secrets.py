@@ -201,6 +201,11 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return False
     value, quote, sep, strong = _value_of(m)
     spaced = not sep
+    if spaced and start and text[start - 1].isalnum():
+        label = m.group("label")
+        camel = text[start - 1].islower() and label[:1].isupper() and label[1:].islower()
+        if not camel:
+            return False  # "...AiPW0 ops": letters inside a longer token, not a label
     if len(set(value)) == 1 or is_path(value):
         return False
     between = m.group("between")
