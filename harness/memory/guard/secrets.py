@@ -42,7 +42,7 @@ _STRONG = (
     "暗証番号", "密码", "口令", "密碼", "mật khẩu", "пароль",
     # issue 31: Dutch, Polish, Turkish, Romanian, Swedish, Czech, Danish, Norwegian, Finnish,
     # Hungarian, Indonesian, Greek (inflected forms spelled out: the pattern reads no stems)
-    "wachtwoord", "toegangscode", r"has(?:ło|ła|lo|la)", r"şifre(?:si|niz|n)?", r"parol[aă]",
+    "wachtwoord", "toegangscode", r"passord(?:et)?", r"has(?:ło|ła|lo|la)", r"şifre(?:si|niz|n)?", r"parol[aă]",
     r"lösenord(?:et)?", r"hesl(?:o|a)", r"adgangskode(?:n)?", r"kodeord(?:et)?",
     r"salasana(?:ni|si|mme)?", r"jelsz(?:ó|av(?:am|ad|unk)?)", "kata sandi", r"κωδικ(?:ό|ο)\w?",
 )  # fmt: skip
@@ -93,7 +93,7 @@ def _label_variants() -> tuple[tuple[str, str], ...]:
 
 
 _PLACEHOLDER_SOURCE = (
-    r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
+    r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3}|-{3,})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
     r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
     r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)|^[a-z_][\w.]*\("
 )
@@ -201,11 +201,13 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return False
     value, quote, sep, strong = _value_of(m)
     spaced = not sep
-    if spaced and start and text[start - 1].isalnum():
+    if start and text[start - 1].isascii() and text[start - 1].isalnum():
         label = m.group("label")
         camel = text[start - 1].islower() and label[:1].isupper() and label[1:].islower()
-        if not camel:
-            return False  # "...AiPW0 ops": letters inside a longer token, not a label
+        # "...AiPW0 ops", "...AApw==": letters inside a longer token, not a label (but
+        # "PGPASSWORD=..." is one: an upper-case name written as code)
+        if not camel and (spaced or not label.isupper() or sep not in _CODE_SEPS):
+            return False
     if len(set(value)) == 1 or is_path(value):
         return False
     between = m.group("between")
@@ -407,6 +409,18 @@ def _named_id(text: str, start: int) -> bool:
     return _ID_CONTEXT.search(text, max(0, start - 30), start) is not None
 
 
+def _mixed_random(value: str, min_len: int = 32) -> bool:
+    """Long, both cases, high entropy and not made of words: key material even without digits."""
+    return (
+        len(value) >= min_len
+        and value.isascii()
+        and sum(c.isupper() for c in value) >= 3
+        and sum(c.islower() for c in value) >= 3
+        and entropy(value) >= 4.3
+        and looks_random(value, min_len=min_len, classes=2)
+    )
+
+
 def _random_token(m: re.Match[str]) -> bool:
     token = m.group().strip("=")
     if _HEX.fullmatch(token):
@@ -416,8 +430,14 @@ def _random_token(m: re.Match[str]) -> bool:
     # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
     core = max(_TOKEN_PARTS.split(token), key=len)
     if not (
-        looks_random(core, min_len=20, classes=3)
-        and (len(core) >= 24 or sum(c.isdigit() for c in core) >= 3)
+        (
+            looks_random(core, min_len=20, classes=3)
+            and (len(core) >= 24 or sum(c.isdigit() for c in core) >= 3)
+        )
+        # long mixed-case key material with few digits ("ATBBwuAdMsNb...") or a few
+        # separators inside it ("00lL-miSzZ2wmGwc-..."), judged as a whole
+        or _mixed_random(core)
+        or (len(token) >= 32 and len(core) < len(token) and looks_random(token, min_len=32))
     ):
         return False
     # a base64 digest or fingerprint the text itself calls a hash, an id, public key material
@@ -475,13 +495,17 @@ def _prefixed_token(m: re.Match[str]) -> bool:
     for part in parts[1:]:
         if len(part) < 20:
             continue
-        if _RANDOM_HEX.fullmatch(part) or (
-            len(part) >= 28  # a ULID ("sess_01HZX8...", 26 characters) is an id
-            and sum(c.isdigit() for c in part) >= 4
-            and (
-                looks_random(part, min_len=24, classes=2)
-                or (len(part) >= 32 and entropy(part) >= 4.0 and not part.isdigit())
+        if (
+            _RANDOM_HEX.fullmatch(part)
+            or (
+                len(part) >= 28  # a ULID ("sess_01HZX8...", 26 characters) is an id
+                and sum(c.isdigit() for c in part) >= 4
+                and (
+                    looks_random(part, min_len=24, classes=2)
+                    or (len(part) >= 32 and entropy(part) >= 4.0 and not part.isdigit())
+                )
             )
+            or _mixed_random(part, min_len=28)
         ):
             return not _named(m)
     return False
