@@ -18,7 +18,7 @@ import re
 
 from harness.memory.guard.base import GuardRule
 from harness.memory.guard.injection import MENTIONED, aimed_at_reader, injection_rule
-from harness.memory.guard.variants import first_letter_guard
+from harness.memory.guard.variants import lowered_source
 
 __all__ = ["INTENT_RULES"]
 
@@ -52,6 +52,7 @@ _ABOUT = (
     r"'?s?\s+(?:hash|hashes|length|size|version|ids?|count|names?|format|schema|template|rotation|"
     r"policy|field|column|header|manager|checks?|metadata|keys\s+only|expiry|age)\b"
 )
+_OBJECT = re.compile(lowered_source(rf"(?<!\w){_SENSITIVE}\b(?!{_ABOUT})"))
 _OWN_OUTPUT = re.compile(
     r"\b(?:your|the)\s+next\s+(?:\w+\s+)?(?:reply|answer|response|message|output|tool\s+call|link|email|summary)"
     r"|\bevery\s+(?:\w+\s+)?(?:reply|answer|response|url|link|message)\b|\b(?:link|url)s?\s+you\s+(?:output|generate|write|send)",
@@ -64,14 +65,21 @@ _DESTINATION = re.compile(
 
 
 def _moves_data(m: re.Match[str]) -> bool:
-    # an order to the reader, or one whose sentence points at the reader's own output; for
-    # business data ("include the customer list") an address or the reader's output as well
-    sentence = _sentence(m.string, m.start())
+    # sensitive data after the verb in its sentence; then an order to the reader, or a
+    # sentence that points at the reader's own output; for business data ("include the
+    # customer list") an address or the reader's output as well
+    text = m.string
+    end = text.find(". ", m.end("verb"), m.end())
+    # lower-cased, without IGNORECASE: the engine skips ahead on literals (~4x faster)
+    found = _OBJECT.search(text[m.end("verb") : m.end() if end < 0 else end].lower())
+    if found is None:
+        return False
+    sentence = _sentence(text, m.start())
     if _OWN_OUTPUT.search(sentence) is not None:
         return True
-    if m.group("business") is not None and _DESTINATION.search(sentence) is None:
+    if found.group("business") is not None and _DESTINATION.search(sentence) is None:
         return False
-    return aimed_at_reader(m.string, m.start())
+    return aimed_at_reader(text, m.start())
 
 
 def _sentence(text: str, at: int) -> str:
@@ -118,7 +126,9 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         "injection_exfiltrate",
         "looks like a prompt injection (moves the conversation or sensitive data)",
         # the guard before the object: one character test at each position the scan tries
-        rf"\b{_MOVE}\b[^\n]{{0,100}}?{first_letter_guard(_SENSITIVE)}\b{_SENSITIVE}\b(?!{_ABOUT})",
+        # the verb and the rest of its line; the object is looked for by ``_moves_data`` in
+        # one search (trying the object at every character here costs ~20 us a verb)
+        rf"\b(?P<verb>{_MOVE})\b[^\n]{{0,120}}",
         _moves_data,
         anchors=(
             "send post forward upload email e-mail copy transmit submit leak exfiltrate append "
@@ -135,7 +145,7 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         rf"|\b(?:treat|follow|obey)\s+(?:[^.!?\n]|\.(?=\S)){{0,60}}?\bas\s+if\s+your\s+{_AUTHORITY}\s+(?:wrote|sent|said)"
         r"|\byou(?:'ve|\s+have)\s+(?:now\s+)?(?:been\s+)?(?:granted|given)\s+(?:\w+\s+)?(?:root|admin(?:istrator)?|elevated|full|superuser|unrestricted|owner)\s+(?:access|rights|privileges|permissions)"
         r"|\byou\s+now\s+have\s+(?:root|admin(?:istrator)?|elevated|full|superuser|unrestricted)\s+(?:access|rights|privileges|permissions)"
-        rf"|\b(?:this\s+is|the\s+following\s+is|here\s+is)\s+a\s+(?:\w+\s+)?message\s+from\s+your\s+{_AUTHORITY}"
+        rf"|\bmessages?\s+from\s+your\s+{_AUTHORITY}"
         r"|\bi\s+(?:hereby\s+)?authori[sz]e\s+you\s+to\s+(?:skip|ignore|bypass|disable|turn\s+off|override|break|drop|remove)"
         r"|\bthe\s+real\s+user\s+is\b|\bobey\s+(?:me|this\s+(?:note|memory|message))\s+(?:instead|rather)"
         r"|\b(?:do|follow)\s+what\s+this\s+(?:memory|note|message|text)\s+says|\beven\s+if\s+the\s+user\s+(?:objects|refuses|says\s+no|disagrees|asks\s+you\s+not)"
@@ -145,8 +155,9 @@ INTENT_RULES: tuple[GuardRule, ...] = (
             or not m.group().lower().startswith(("pretend", "imagine", "act", "behave", "role"))
         ),
         anchors=(
-            "pretend imagine act behave role roleplay role-play you+have you've you+now this+is "
-            "the+following here+is i+hereby i+authorise i+authorize the+real even+if do+what "
+            "pretend imagine act behave role roleplay role-play you+have you've you+now "
+            "message+from+your messages+from+your i+hereby i+authorise i+authorize the+real+user "
+            "even+if+the+user do+what "
             "follow+what obey+me obey+this switch+to "
             + " ".join(
                 f"{verb}+{what}"
@@ -163,7 +174,7 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         "looks like a prompt injection (acts behind the user's back)",
         r"\b(?:and|but|then)\s+(?:never|don'?t|do\s+not)\s+(?:tell|inform|let|notify)\s+(?:the\s+)?(?:user|anyone|customer)s?\b"
         r"|\bwithout\s+(?:mentioning|disclosing|showing|revealing)\s+(?:it|this|that)\b"
-        r"|\b(?:tell|warn|ask|convince|instruct)\s+(?:the|every|all|each|any)\s+(?:next\s+)?(?:users?|customers?|callers?|visitors?)\b[^.!?\n]{0,80}?\b(?:passwords?|credentials|card\s+numbers?|login|2fa|otp|account\s+is\s+(?:compromised|locked|suspended))"
+        r"|\b(?:tell|warn|ask|convince|instruct)\s+(?:the|every|all|each|any)\s+(?:next\s+)?(?:users?|customers?|callers?|visitors?)\b(?:[^\w.!?\n]+\w+){0,14}?[^\w.!?\n]+(?:passwords?|credentials|card\s+numbers?|login|2fa|otp|account\s+is\s+(?:compromised|locked|suspended))"
         r"|\b(?:say|claim|call|present|tell\s+(?:them|users?))\s+(?:it|this|that)\s+(?:is\s+)?(?:the\s+)?(?:official|real|legitimate|genuine|verified|trusted)\b"
         r"|\byour\s+(?:\w+\s+)?(?:instructions|guidelines|rules|restrictions|filters|safeguards|polic(?:y|ies))\s+(?:had|have|has)\s+been\s+(?:lifted|removed|switched\s+off|turned\s+off|disabled|suspended|revoked|waived)"
         r"|\bas\s+(?:if|though)\s+(?:your\s+|the\s+|all\s+)?(?:\w+\s+){0,2}(?:instructions|guidelines|rules|restrictions|filters|safeguards|polic(?:y|ies))\s+(?:had\s+been|were|was|have\s+been|never)\s+(?:never\s+)?(?:lifted|removed|switched\s+off|turned\s+off|disabled|suspended|given|existed|written)"

@@ -461,11 +461,12 @@ _ENTROPY_RULE = GuardRule(
 # the shape is the evidence, not the vendor's list. The random part may be hex (then 32+
 # digits, as a hash would be, but after a name) or letters and digits of one case.
 # (the lookahead keeps the many short "name_name" words from reaching the accept test)
-# A Mailchimp key ("<32 hex>-us12") is read by the same search: one search per long word.
-_PREFIXED = re.compile(
-    r"(?<![A-Za-z0-9_\-.:+/=])[A-Za-z][A-Za-z0-9]*(?=[_\-.:])(?=[A-Za-z0-9_\-.:]{21})"
-    r"(?:[_\-.:][A-Za-z0-9]+)+|(?P<mailchimp>\b[0-9a-f]{32}-us\d{1,2}\b)"
-)
+# The search finds runs of key characters (one class: ~9x faster than the structure), and
+# ``_prefixed_token`` reads the structure: a name, then separated parts. A Mailchimp key
+# ("<32 hex>-us12") is read from the same run.
+_PREFIXED = re.compile(r"(?<![A-Za-z0-9_\-.:+/=])[A-Za-z0-9_\-.:]{22,}")
+_STRUCTURE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_\-.:][A-Za-z0-9]+)+")
+_MAILCHIMP = re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b")
 _PARTS = re.compile(r"[_\-.:]")
 _RANDOM_HEX = re.compile(
     r"(?=(?:[^a-f]*[a-f]){4})(?=(?:\D*\d){4})[0-9a-f]{32,}|(?=(?:[^A-F]*[A-F]){4})(?=(?:\D*\d){4})[0-9A-F]{32,}"
@@ -482,9 +483,12 @@ _ID_PREFIXES = frozenset(
 
 
 def _prefixed_token(m: re.Match[str]) -> bool:
-    if m.group("mailchimp"):
+    if _MAILCHIMP.search(m.group()):
         return True
-    token = m.group()
+    found = _STRUCTURE.match(m.group())
+    if found is None or found.end() < 22:
+        return False
+    token = found.group()
     parts = _PARTS.split(token)
     if parts[0].lower() in _ID_PREFIXES:
         return False
@@ -523,6 +527,8 @@ _PREFIXED_RULE = GuardRule(
     _PREFIXED,
     _prefixed_token,
     tokens=True,
+    # every match holds a separator and 20 key characters after it, or a Mailchimp key
+    gate=re.compile(r"[_\-.:][A-Za-z0-9_\-.:]{20}|-us\d"),
 )
 
 # a webhook URL carries its own secret: an id, then a long random path segment
