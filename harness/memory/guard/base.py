@@ -81,8 +81,6 @@ class GuardRule:
     that can begin so (see :mod:`harness.memory.guard.variants`). Each is compiled on first use.
     ``refuses_lowered`` (optional, for an IGNORECASE pattern) tells from a match over the
     lower-cased text that ``accept`` would refuse it, using only tests that do not depend on case.
-    ``gate`` (optional, for a token rule) is searched once over the whole text: where it finds
-    nothing, the rule cannot match and is not tried on any long word.
     """
 
     rule: str
@@ -97,7 +95,6 @@ class GuardRule:
     starts: tuple[str, ...] = ()
     variants: tuple[tuple[str, str], ...] = ()
     refuses_lowered: Callable[[re.Match[str]], bool] | None = None
-    gate: re.Pattern[str] | None = None
     _words: frozenset[str] = field(init=False, repr=False, compare=False)
     _stems: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _unicode: tuple[str, ...] = field(init=False, repr=False, compare=False)

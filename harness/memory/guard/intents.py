@@ -155,7 +155,8 @@ INTENT_RULES: tuple[GuardRule, ...] = (
             or not m.group().lower().startswith(("pretend", "imagine", "act", "behave", "role"))
         ),
         anchors=(
-            "pretend imagine act behave role roleplay role-play you+have you've you+now "
+            "pretend imagine act+like act+as act+as+if behave+like behave+as roleplay role-play "
+            "role+play you+have you've you+now "
             "message+from+your messages+from+your i+hereby i+authorise i+authorize the+real+user "
             "even+if+the+user do+what "
             "follow+what obey+me obey+this switch+to "
@@ -176,14 +177,13 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         r"|\bwithout\s+(?:mentioning|disclosing|showing|revealing)\s+(?:it|this|that)\b"
         r"|\b(?:tell|warn|ask|convince|instruct)\s+(?:the|every|all|each|any)\s+(?:next\s+)?(?:users?|customers?|callers?|visitors?)\b(?:[^\w.!?\n]+\w+){0,14}?[^\w.!?\n]+(?:passwords?|credentials|card\s+numbers?|login|2fa|otp|account\s+is\s+(?:compromised|locked|suspended))"
         r"|\b(?:say|claim|call|present|tell\s+(?:them|users?))\s+(?:it|this|that)\s+(?:is\s+)?(?:the\s+)?(?:official|real|legitimate|genuine|verified|trusted)\b"
-        r"|\byour\s+(?:\w+\s+)?(?:instructions|guidelines|rules|restrictions|filters|safeguards|polic(?:y|ies))\s+(?:had|have|has)\s+been\s+(?:lifted|removed|switched\s+off|turned\s+off|disabled|suspended|revoked|waived)"
         r"|\bas\s+(?:if|though)\s+(?:your\s+|the\s+|all\s+)?(?:\w+\s+){0,2}(?:instructions|guidelines|rules|restrictions|filters|safeguards|polic(?:y|ies))\s+(?:had\s+been|were|was|have\s+been|never)\s+(?:never\s+)?(?:lifted|removed|switched\s+off|turned\s+off|disabled|suspended|given|existed|written)"
         r"|\b(?:act|behave)\s+(?:like|as\s+(?:if|though))\s+(?:the\s+|your\s+|all\s+)?(?:\w+\s+)?(?:instructions|guidelines|rules|prompt)\s+(?:never|were\s+never|don'?t|do\s+not)",
         None,
         anchors=(
             "and+never and+don't and+dont and+do+not and+let but+never but+don't but+do+not "
             "then+never then+don't then+do+not without+mentioning without+disclosing "
-            "without+showing without+revealing your as+if as+though act+like act+as behave+like "
+            "without+showing without+revealing as+if as+though act+like act+as behave+like "
             "behave+as "
             + " ".join(
                 f"{verb}+{whom}"
@@ -230,6 +230,6 @@ INTENT_RULES: tuple[GuardRule, ...] = (
         "looks like a prompt injection (forged assistant turn)",
         r"\bassistant\s*:\s*(?:sure|of\s+course|certainly|okay|ok|absolutely|yes)\b[^\n]{0,80}?\b(?:passwords?|secrets?|keys?|tokens?|credentials|system\s+prompt|instructions)",
         None,
-        anchors="assistant",
+        anchors="assistant: assistant+:",
     ),
 )

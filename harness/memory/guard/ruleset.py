@@ -218,8 +218,6 @@ class RuleSet:
     ) -> tuple[GuardRule, re.Match[str]] | None:
         if allow is not None:
             rules = tuple(r for r in rules if allow(r))
-        if any(r.gate is not None for r in rules):
-            rules = tuple(r for r in rules if r.gate is None or r.gate.search(text))
         if not rules:
             return None
         trigger = rules[0].trigger  # vendor rules share one trigger; generic ones have none
