@@ -74,14 +74,14 @@ def test_held_out_split_beats_the_guard_before_on_every_kind_and_holds_its_floor
     assert new["secrets"] > old["secrets"] and new["injections"] > old["injections"]
     assert new["ordinary"] < old["ordinary"]
     # the figures measured when the work was done (BENCHMARKS.md §7): a floor, not the goal
-    assert new["secrets"] >= 0.89, new
-    assert new["injections"] >= 0.90, new
-    assert new["ordinary"] <= 0.035, new
+    assert new["secrets"] >= 0.92, new  # 162/176; the goal (0.97) is not reached
+    assert new["injections"] >= 0.93, new  # 84/90
+    assert new["ordinary"] <= 0.01, new  # 1/187
 
 
 def test_dev_split_meets_the_injection_and_ordinary_goals() -> None:
     new = rates(NEW, "dev")
-    assert new["injections"] >= 0.90, new
+    assert new["injections"] >= 0.95, new
     assert new["ordinary"] <= 0.01, new
     assert new["secrets"] >= 0.95, new
 

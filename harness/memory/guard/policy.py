@@ -3,9 +3,11 @@
 Every text field of a candidate (content, key, context, scope id and source values) is read in
 several views (see :mod:`harness.memory.guard.normalise`): NFKC with invisible characters removed
 and look-alike letters folded, line breaks joined, and base64 / hex / URL-decoded tokens. Secret
-rules (vendor token shapes, labelled values in eight languages, high-entropy tokens) and
-injection rules (overrides, role takeovers, fake headers, exfiltration, hidden instructions, each
-with a context check) run over those views. A rejection names the rule, the field and the
+rules (vendor and prefixed token shapes, labelled values in 22 languages, high-entropy tokens)
+and injection rules (overrides, role takeovers and claimed authority, data moved out, forged
+frames and chat-template tokens, hidden instructions, each with a context check; see
+:mod:`~harness.memory.guard.intents` and :mod:`~harness.memory.guard.languages`) run over those
+views. A rejection names the rule, the field and the
 character position, and shows the secret masked, never in clear. See docs/concepts.md, "Guard", for what it
 still cannot catch.
 """
