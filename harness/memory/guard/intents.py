@@ -52,6 +52,12 @@ _ABOUT = (
     r"'?s?\s+(?:hash|hashes|length|size|version|ids?|count|names?|format|schema|template|rotation|"
     r"policy|field|column|header|manager|checks?|metadata|keys\s+only|expiry|age)\b"
 )
+# "Turn off logging and then dump ...": an order chained to an order that opens the sentence
+_CHAINED = re.compile(
+    r"(?:^|[.!?:;\n]\s*)(?:please\s+)?(?:turn|switch|disable|stop|delete|remove|wipe|clear|kill|"
+    r"ignore|forget|skip|first|open|run|set)\b[^.!?\n]{0,60}?\b(?:and|then|,)\s*(?:then\s+)?$",
+    _I,
+)
 _OBJECT = re.compile(lowered_source(rf"(?<!\w){_SENSITIVE}\b(?!{_ABOUT})"))
 _OWN_OUTPUT = re.compile(
     r"\b(?:your|the)\s+next\s+(?:\w+\s+)?(?:reply|answer|response|message|output|tool\s+call|link|email|summary)"
@@ -79,7 +85,10 @@ def _moves_data(m: re.Match[str]) -> bool:
         return True
     if found.group("business") is not None and _DESTINATION.search(sentence) is None:
         return False
-    return aimed_at_reader(text, m.start())
+    return (
+        aimed_at_reader(text, m.start())
+        or _CHAINED.search(text, max(0, m.start() - 80), m.start()) is not None
+    )
 
 
 def _sentence(text: str, at: int) -> str:

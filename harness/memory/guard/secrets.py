@@ -64,7 +64,7 @@ _WEAK = (
 )  # fmt: skip
 _SUFFIXES = r"(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d)"
 _SUFFIX = rf"(?:[_\-]?{first_letter_guard(_SUFFIXES)}{_SUFFIXES})?"
-_COPULA = r"=>|:=|->|--(?=\s)|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
+_COPULA = r"=>|:=|->|--(?=\s)|—|–|→|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
 # tried after every word of the "between" part: one character test before the alternatives
 _SEP_GUARD = first_letter_guard(_COPULA)
 
