@@ -23,7 +23,7 @@ from harness.errors import MemoryRejected
 from harness.memory import MemoryCandidate
 from harness.memory.guard import GuardRule, RegexGuard, default_guard
 from harness.memory.guard.base import looks_random
-from harness.memory.guard.secrets import _ID_PREFIXES
+from harness.memory.guard.tokens import _ID_PREFIXES
 from tests.support.guard_before31 import default_guard as before_guard
 
 DATA = Path(__file__).resolve().parents[1] / "support" / "data" / "guard"
