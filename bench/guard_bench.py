@@ -1,16 +1,20 @@
-"""Guard benchmark: catch rates on the corpus, cost per 1,000 characters, and detect-secrets.
+"""Guard benchmark: catch rates on the corpora, cost per 1,000 characters, and detect-secrets.
 
-    python -m bench.guard_bench            # writes bench/results/guard.json
+    python -m bench.guard_bench --repeats 9   # writes bench/results/guard.json
     python -m bench.guard_bench --no-detect-secrets   # the default guard only (and its baseline)
 
-Rates come from ``tests/support/data/guard`` (secrets, injection attempts, ordinary sentences).
+Rates come from ``tests/support/data/guard`` (secrets, injection attempts, ordinary sentences):
+the main corpus, and the breadth corpus of issue 31 in two splits kept apart, ``dev`` (the
+rules were tuned on it) and ``test`` (held out: written and measured before any rule changed).
+Each split is read by the guard and by a frozen copy of the guard before issue 31
+(``tests/support/guard_before31``), so before and after come from one run.
 Cost is the median of several timed passes, per write and per 1,000 characters, for the corpus
 rows as they are (short writes, so a fixed cost per call dominates) and for ~1,000-character
 memories built from ordinary sentences. When ``detect-secrets`` is installed (``pip install
 detect-secrets``) it is measured the same way behind the same ``check`` interface, alone and
 combined with the default guard, so the choice between them rests on numbers. Last, the guard
-is timed against the guard before the cost work (``tests/support/guard_oracle``), in the same
-process.
+is timed against the guard before issue 31, passes interleaved in the same process: the ratio
+is the write-path cost against today's guard.
 """
 
 from __future__ import annotations
@@ -36,8 +40,28 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def load(name: str) -> list[str]:
+    """The texts of one corpus file (``"secrets"``, ``"breadth/test/ordinary"``, ...)."""
     with (DATA / f"{name}.jsonl").open(encoding="utf-8") as fh:
         return [json.loads(line)["text"] for line in fh]
+
+
+KINDS = ("secrets", "injections", "ordinary")
+SPLITS = {"main": "", "breadth_dev": "breadth/dev/", "breadth_test": "breadth/test/"}
+
+
+def split_rates(guards: dict[str, Any]) -> dict[str, Any]:
+    """Per split: its size, and each guard's rates and counts (caught, or refused for ordinary)."""
+    out: dict[str, Any] = {}
+    for split, prefix in SPLITS.items():
+        corpora = {kind: load(prefix + kind) for kind in KINDS}
+        out[split] = {"rows": {k: len(v) for k, v in corpora.items()}}
+        for name, guard in guards.items():
+            counts = {k: sum(refused(guard, t) for t in rows) for k, rows in corpora.items()}
+            out[split][name] = {
+                "rates": {k: round(counts[k] / len(corpora[k]), 4) for k in KINDS},
+                "counts": counts,
+            }
+    return out
 
 
 class DetectSecretsGuard:
@@ -160,19 +184,26 @@ def measure(name: str, guard: Any, corpora: dict[str, list[str]], repeats: int) 
         }
 
 
-def versus_baseline(texts: list[str], repeats: int) -> dict[str, Any] | None:
-    """The guard before the cost work (``tests/support/guard_oracle``) and now, passes
-    interleaved.
-
-    Both run in this process over the same 1,000-character memories, alternating pass by pass,
-    so a change in the machine's load falls on both; the ratio is the figure to trust.
-    """
+def before_issue31() -> Any | None:
+    """The frozen guard from before issue 31, or None outside the repository root."""
     try:
-        from tests.support.guard_oracle import default_guard as baseline_guard
+        from tests.support.guard_before31 import default_guard as baseline_guard
     except ImportError:
-        print("tests/support/guard_oracle not importable (run from the repository root)")
+        print("tests/support/guard_before31 not importable (run from the repository root)")
         return None
-    pair = {"baseline": baseline_guard(), "default_guard": default_guard()}
+    return baseline_guard()
+
+
+def versus_baseline(texts: list[str], repeats: int) -> dict[str, Any] | None:
+    """The guard before issue 31 (``tests/support/guard_before31``) and now, passes interleaved.
+
+    Both run in this process over the same texts, alternating pass by pass, so a change in the
+    machine's load falls on both; the ratio is the figure to trust.
+    """
+    baseline = before_issue31()
+    if baseline is None:
+        return None
+    pair = {"baseline": baseline, "default_guard": default_guard()}
     cands = [candidate(t) for t in texts]
     chars = sum(len(t) for t in texts)
     cpu: dict[str, list[float]] = {name: [] for name in pair}
@@ -189,7 +220,7 @@ def versus_baseline(texts: list[str], repeats: int) -> dict[str, Any] | None:
     per_1k = {n: statistics.median(v) / chars * 1e6 for n, v in cpu.items()}
     wall_1k = {n: statistics.median(v) / chars * 1e6 for n, v in wall.items()}
     return {
-        "what": "baseline = the guard before the cost work (tests/support/guard_oracle), same process",
+        "what": "baseline = the guard before issue 31 (tests/support/guard_before31), same process",
         "ms_per_1000_chars": {n: round(v, 4) for n, v in per_1k.items()},
         "wall_ms_per_1000_chars": {n: round(v, 4) for n, v in wall_1k.items()},
         "cpu_ratio": round(per_1k["default_guard"] / per_1k["baseline"], 3),
@@ -227,7 +258,7 @@ def main() -> None:
         help="skip the (slow) detect-secrets comparison",
     )
     args = parser.parse_args()
-    corpora = {name: load(name) for name in ("secrets", "injections", "ordinary")}
+    corpora = {name: load(name) for name in KINDS}
     result: dict[str, Any] = {
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -244,12 +275,28 @@ def main() -> None:
             f"{entry['cost_corpus_rows']['ms_per_write']:.3f} ms/write (rows), "
             f"{entry['cost_1000_char_memories']['ms_per_1000_chars']:.3f} ms/1k chars (1k memories)"
         )
-    compared = versus_baseline(long_memories(corpora["ordinary"], 200), max(args.repeats, 7))
-    if compared is not None:
-        result["versus_baseline"] = compared
+    baseline = before_issue31()
+    rated = {"default_guard": default_guard()} | ({"before_issue31": baseline} if baseline else {})
+    result["splits"] = splits = split_rates(rated)
+    for split, entry in splits.items():
+        for name in rated:
+            c, n = entry[name]["counts"], entry["rows"]
+            print(
+                f"{split:13s} {name:15s} secrets {c['secrets']}/{n['secrets']}  injections "
+                f"{c['injections']}/{n['injections']}  ordinary refused {c['ordinary']}/{n['ordinary']}"
+            )
+    result["versus_baseline"] = {}
+    for label, texts in (
+        ("1000_char_memories", long_memories(corpora["ordinary"], 200)),
+        ("corpus_rows", [t for rows in corpora.values() for t in rows]),
+    ):
+        compared = versus_baseline(texts, max(args.repeats, 7))
+        if compared is None:
+            break
+        result["versus_baseline"][label] = compared
         cost, wall = compared["ms_per_1000_chars"], compared["wall_ms_per_1000_chars"]
         print(
-            f"{'baseline vs default_guard':28s} CPU {cost['baseline']:.3f} -> "
+            f"{'before issue 31 vs now':23s} {label:18s} CPU {cost['baseline']:.3f} -> "
             f"{cost['default_guard']:.3f} ms/1k chars (x{compared['cpu_ratio']}), wall "
             f"{wall['baseline']:.3f} -> {wall['default_guard']:.3f} (x{compared['wall_ratio']}), "
             f"load average {compared['load_average_1min']}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from harness.memory.guard.normalise import long_words_of
 from harness.memory.guard.variants import lowered_source
 
-__all__ = ["Finding", "GuardRule", "TextIndex", "entropy", "looks_random", "mask"]
+__all__ = ["Finding", "GuardRule", "TextIndex", "entropy", "is_path", "looks_random", "mask"]
 
 _WORDY = re.compile(r"[A-Z]?[a-z]{4,}")
 _KEYISH = re.compile(r"[0-9A-Z]")
@@ -225,3 +225,14 @@ def entropy(text: str) -> float:
     """Shannon entropy in bits per character. Pure."""
     n = len(text)
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+
+
+_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.\-]+)+/?|[A-Za-z]:\\[\w.\\\-]*")
+
+
+def is_path(value: str) -> bool:
+    """Whether ``value`` is a file path made of words ("/var/www/html", "~/.pgpass"), a
+    reference rather than a secret. Pure."""
+    if _PATH.fullmatch(value) is None:
+        return False
+    return not any(looks_random(p, min_len=12, classes=2) for p in re.split(r"[/\\]", value))

@@ -20,7 +20,7 @@ from harness.memory.guard.variants import (
     split_alternatives,
 )
 
-__all__ = ["INJECTION_RULES", "aimed_at_reader"]
+__all__ = ["INJECTION_RULES", "MENTIONED", "aimed_at_reader", "injection_rule"]
 
 _I = re.IGNORECASE
 
@@ -60,7 +60,19 @@ def aimed_at_reader(text: str, start: int) -> bool:
     return all(w in _LEAD for w in words)
 
 
+# what introduces a token as talked about rather than used ("templates like <|im_start|>")
+MENTIONED = re.compile(
+    r"(?:like|such\s+as|e\.g\.|tokens?|tags?|strings?|uses?|emits?|emitted|returned|returns|"
+    r"paste[sd]?|called|markers?|templates?|printed|outputs?|produced|sent)\W{0,3}$",
+    _I,
+)
+
+
 def _fake_header(m: re.Match[str]) -> bool:
+    if (m.group("rest3") is not None or m.group("rest4") is not None) and MENTIONED.search(
+        m.string, max(0, m.start() - 40), m.start()
+    ):
+        return False
     if m.group("rest") is not None:
         # "System: ..." only counts at the start of a line or sentence
         # the character before the header, skipping " \t#*>" (without copying the text)
@@ -94,6 +106,18 @@ def _r(
     )
 
 
+def injection_rule(
+    rule: str,
+    reason: str,
+    pattern: str,
+    accept: Callable[[re.Match[str]], bool] | None = None,
+    anchors: str = "",
+) -> GuardRule:
+    """An injection rule as this module writes them (case-ignoring, multi-line; ``anchors``
+    space-separated, ``+`` joining the words of one anchor). Pure."""
+    return _r(rule, reason, pattern, accept, anchors)
+
+
 def _narrowed(pattern: str, lead: str) -> tuple[tuple[str, str], ...]:
     """Variants of ``pattern`` for each start (see ``GuardRule.variants``).
 
@@ -110,6 +134,19 @@ def _narrowed(pattern: str, lead: str) -> tuple[tuple[str, str], ...]:
         split_alternatives(lead[3:-1]),
         lambda alts: pattern.replace(lead, "(?:" + "|".join(alts) + ")"),
     )
+
+
+# "Without telling anyone, she fixed the test": a subject after the clause tells a story
+_NARRATED = re.compile(
+    r"[^.!?\n]{0,40}?,\s*(?:she|he|they|we|i|someone|somebody|nobody|the\s+\w+|our\s+\w+|my\s+\w+)\s",
+    _I,
+)
+
+
+def _not_narrated(m: re.Match[str]) -> bool:
+    if m.group()[:7].lower() != "without":
+        return True
+    return _NARRATED.match(m.string, m.end()) is None
 
 
 _VERB = (
@@ -276,6 +313,7 @@ INJECTION_RULES: tuple[GuardRule, ...] = (
         r"|\bwithout\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+)?(?:user|anyone|admin|human|operator)"
         r"|\balways\s+obey\s+this\b|\bthis\s+(?:memory|note|message|instruction)\s+(?:has|takes|carries)\s+(?:the\s+)?(?:highest|top|absolute|overriding)\s+priority"
         r"|\boverrides?\s+(?:all|any)\s+(?:other|previous|later|prior)\s+(?:instructions|rules)|\babove\s+any\s+other\s+instructions?",
+        _not_narrated,
         anchors=(
             "do+not don't dont never silently secretly covertly quietly without always+obey "
             "this+memory this+note this+message this+instruction overrides override above+any"

@@ -3,9 +3,11 @@
 Every text field of a candidate (content, key, context, scope id and source values) is read in
 several views (see :mod:`harness.memory.guard.normalise`): NFKC with invisible characters removed
 and look-alike letters folded, line breaks joined, and base64 / hex / URL-decoded tokens. Secret
-rules (vendor token shapes, labelled values in eight languages, high-entropy tokens) and
-injection rules (overrides, role takeovers, fake headers, exfiltration, hidden instructions, each
-with a context check) run over those views. A rejection names the rule, the field and the
+rules (vendor and prefixed token shapes, labelled values in 22 languages, high-entropy tokens)
+and injection rules (overrides, role takeovers and claimed authority, data moved out, forged
+frames and chat-template tokens, hidden instructions, each with a context check; see
+:mod:`~harness.memory.guard.intents` and :mod:`~harness.memory.guard.languages`) run over those
+views. A rejection names the rule, the field and the
 character position, and shows the secret masked, never in clear. See docs/concepts.md, "Guard", for what it
 still cannot catch.
 """
@@ -20,13 +22,20 @@ from harness.errors import MemoryRejected
 from harness.memory.domain.types import MemoryCandidate
 from harness.memory.guard.base import Finding, GuardRule, mask
 from harness.memory.guard.injection import INJECTION_RULES
+from harness.memory.guard.intents import INTENT_RULES
+from harness.memory.guard.languages import LANGUAGE_RULES
 from harness.memory.guard.normalise import clean, views
 from harness.memory.guard.ruleset import RuleSet
 from harness.memory.guard.secrets import SECRET_RULES
 
 __all__ = ["DEFAULT_RULES", "Guard", "RegexGuard", "candidate_fields", "default_guard"]
 
-DEFAULT_RULES: tuple[GuardRule, ...] = (*SECRET_RULES, *INJECTION_RULES)
+DEFAULT_RULES: tuple[GuardRule, ...] = (
+    *SECRET_RULES,
+    *INJECTION_RULES,
+    *INTENT_RULES,
+    *LANGUAGE_RULES,
+)
 
 
 class Guard(Protocol):

@@ -89,10 +89,11 @@ def _by_first(starts: tuple[str, ...]) -> _Starts:
 # and frequent characters that begin no anchor get a filler word that never occurs.
 _FREQUENT = " etaoinsrhdlcumfpgwybvk.,0123456789-_/:x'\"()=jqz`[]{}<>;!?@#$%&*+|~\\\n\t"
 _FILLER = "\x00\uffff\x00"  # appended to a frequent character: a word no text holds in practice
-_NOTHING: tuple[int, bool, tuple[Any, ...], tuple[Any, ...]] = (0, False, (), ())
+_Entry = tuple[int, bool, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
+_NOTHING: _Entry = (0, False, (), (), (), ())
 
 
-def _automaton(entries: dict[str, tuple[int, bool, tuple[Any, ...], tuple[Any, ...]]]) -> Any:
+def _automaton(entries: dict[str, _Entry]) -> Any:
     """An Aho-Corasick automaton over ``entries`` (anchor -> value), added in a fast order.
 
     A filler word's value asks for nothing (no rule, no back-off), so even a text that held one
@@ -138,7 +139,7 @@ class RuleSet:
                 unicode.setdefault(anchor, []).append(n)
         # one Aho-Corasick pass over the lower-cased text finds every anchor of every rule;
         # each anchor carries the rules that may match at it and those that back off from it
-        entries: dict[str, tuple[int, bool, tuple[Any, ...], tuple[Any, ...]]] = {}
+        entries: dict[str, _Entry] = {}
         for table, whole in ((words, True), (stems, False), (unicode, False)):
             for anchor, ns in table.items():
                 here: list[tuple[int, _Starts | None]] = []
@@ -154,7 +155,15 @@ class RuleSet:
                     # else no start can begin with this anchor: no candidate at it
                     if rules[n].back_off:
                         back.append((n, by_first))
-                entries[anchor] = (len(anchor), whole, tuple(here), tuple(back))
+                if anchor in entries:
+                    # a stem spelled as another rule's whole word ("token"): one automaton
+                    # value holds both, the word's rules asked only where it is a whole word
+                    # (before issue 31 the stem's entry replaced the word's)
+                    _, _, word_here, word_back, _, _ = entries[anchor]
+                    entries[anchor] = (len(anchor), False, tuple(here), tuple(back),
+                                       word_here, word_back)  # fmt: skip
+                    continue
+                entries[anchor] = (len(anchor), whole, tuple(here), tuple(back), (), ())
         self._automaton: Any = _automaton(entries)
         self._anchored = bool(entries)
         self._vendor = tuple(r for r in rules if r.tokens and r.trigger is not None)
@@ -216,7 +225,12 @@ class RuleSet:
             if trigger is not None and trigger.search(text, start, end) is None:
                 continue
             for rule in rules:
-                m = rule._search(text, start, end)
+                # most long words hold no match: one search, no call to ``_search``
+                m = rule.pattern.search(text, start, end)
+                if m is None:
+                    continue
+                if rule.accept is not None and not rule.accept(m):
+                    m = rule._search(text, m.start() + 1, end)
                 if m is not None:
                     return rule, m
         return None
@@ -233,12 +247,15 @@ class RuleSet:
         add = candidates.add
         # back-off walks read the reversed text with one match each
         reverse = text[::-1]
-        for end, (length, whole, here, back) in self._automaton.iter(low):
+        for end, (length, whole, here, back, word_here, word_back) in self._automaton.iter(low):
             i = end - length + 1
-            if whole and (
-                (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
-            ):
-                continue
+            if whole or word_here or word_back:
+                inside = (i and low[i - 1].isalpha()) or (end + 1 < size and low[end + 1].isalpha())
+                if inside:
+                    if whole:
+                        continue
+                elif word_here or word_back:
+                    here, back = here + word_here, back + word_back
             if allowed is not None:  # only some rules read this view: the others ask nothing
                 here = tuple(entry for entry in here if entry[0] in allowed)
                 back = tuple(entry for entry in back if entry[0] in allowed)

@@ -6,8 +6,11 @@ Three kinds of evidence, each general rather than example-bound:
 * a label that names a credential (``password``, ``api_key``, ``Passwort``, ``비밀번호`` ...;
   quoted or not, as a JSON/YAML/TOML/.env key, a CLI flag or prose) followed by a value that
   looks like a credential rather than prose;
-* a long token mixing upper case, lower case and digits with high entropy, that is neither a
-  hash, a UUID, a path nor an identifier made of words.
+* a token with no label, judged by its shape (:mod:`harness.memory.guard.tokens`): high
+  entropy, or a short name, a separator and key material, that is neither a hash, a UUID, a
+  path, an id the text names nor an identifier made of words.
+
+This module holds the labelled values; the tuple ``SECRET_RULES`` holds all three.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness.memory.guard.base import GuardRule, looks_random
+from harness.memory.guard.base import GuardRule, is_path, looks_random
+from harness.memory.guard.tokens import TOKEN_RULES
 from harness.memory.guard.variants import by_first_letters, first_letter_guard
 from harness.memory.guard.vendors import VENDOR_RULES
 
@@ -40,6 +44,11 @@ _STRONG = (
     r"pass(?:word|wd|wort|phrase|code)?", "pwd", "pw", "secret", "kennwort", "mot de passe", "mdp",
     r"contrase[ñn]a", "senha", "clave", "pin", "비밀번호", "암호", "패스워드", "비번", "パスワード",
     "暗証番号", "密码", "口令", "密碼", "mật khẩu", "пароль",
+    # issue 31: Dutch, Polish, Turkish, Romanian, Swedish, Czech, Danish, Norwegian, Finnish,
+    # Hungarian, Indonesian, Greek (inflected forms spelled out: the pattern reads no stems)
+    "wachtwoord", "toegangscode", r"passord(?:et)?", r"has(?:ło|ła|lo|la)", r"şifre(?:si|niz|n)?", r"parol[aă]",
+    r"lösenord(?:et)?", r"hesl(?:o|a)", r"adgangskode(?:n)?", r"kodeord(?:et)?",
+    r"salasana(?:ni|si|mme)?", r"jelsz(?:ó|av(?:am|ad|unk)?)", "kata sandi", r"κωδικ(?:ό|ο)\w?",
 )  # fmt: skip
 _WEAK = (
     *(
@@ -54,11 +63,12 @@ _WEAK = (
     r"jeton(?: d'acc[èe]s)?", "identifiants", r"clave (?:api|secreta|de api)",
     r"token de ac(?:ceso|esso)", r"chave(?: de api| secreta)?", "api ?키", "키", "토큰", "시크릿",
     "api ?キー", "キー", "トークン", "アクセストークン", "秘密鍵", "シークレット", "api ?密钥", "密钥", "秘钥",
-    "令牌", "访问令牌",
+    "令牌", "访问令牌", r"klucz(?: api)?", r"chiave(?: api)?", r"api[- ]?sleutel",
+    r"api[- ]?nyckel(?:n)?", r"api klíč", r"api[- ]?n[øo]gle(?:n)?",
 )  # fmt: skip
 _SUFFIXES = r"(?:key|base|value|token|secret|plain|plaintext|b64|hex|raw|str|string|\d)"
 _SUFFIX = rf"(?:[_\-]?{first_letter_guard(_SUFFIXES)}{_SUFFIXES})?"
-_COPULA = r"=>|:=|->|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
+_COPULA = r"=>|:=|->|--(?=\s)|—|–|→|==|:|=|：|(?:is|was|lautet|ist|war|est|es|era|é|sera|là)(?![^\W\d_])|는|은|は|是|为|為"
 # tried after every word of the "between" part: one character test before the alternatives
 _SEP_GUARD = first_letter_guard(_COPULA)
 
@@ -87,9 +97,9 @@ def _label_variants() -> tuple[tuple[str, str], ...]:
 
 
 _PLACEHOLDER_SOURCE = (
-    r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
+    r"^(?:[$%{<(\[]|\*{3,}|x{3,}$|\.{3}|-{3,})|^(?:none|null|nil|true|false|undefined|empty|unset|redacted|"
     r"masked|hidden|secret|password|pass|pwd|changeme_later|example|placeholder|todo|tbd|n/?a)$|your[_\-]|"
-    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)"
+    r"environ|getenv|process\.env|vault:|op://|secretsmanager|ssm:|\${|{{|\(\)|^[a-z_][\w.]*\("
 )
 _PLACEHOLDER = re.compile(_PLACEHOLDER_SOURCE, _I)
 # On ASCII text, ignoring case is matching the lower-cased text: then the engine can skip ahead
@@ -124,11 +134,17 @@ _PROSE = _words(
 )
 
 
+# nouns that make a label part of a compound naming something else ("password manager")
+_COMPOUNDS = _words(
+    """manager managers policy policies reset rules rule length field hint strength prompt vault
+    store safe generator hash hashes rotation expiry format scanning scanner page form screen
+    dialog flow change complexity requirements requirement protected count limit type name
+    bucket budget window provider service app tool file files rotator checker"""
+)
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _CODE_SEPS = frozenset({":", "=", "=>", ":=", "：", "=="})
 # labels that name a user and a password together ("credentials: admin / pw"), by their start
 _USER_LABELS = ("credential", "login", "zugangsdaten", "identifiants")
-_UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
 
 
 def _code_like(m: re.Match[str]) -> bool:
@@ -188,9 +204,18 @@ def _labelled_secret(m: re.Match[str]) -> bool:
         return False
     value, quote, sep, strong = _value_of(m)
     spaced = not sep
-    if len(set(value)) == 1:
+    if start and text[start - 1].isascii() and text[start - 1].isalnum():
+        label = m.group("label")
+        camel = text[start - 1].islower() and label[:1].isupper() and label[1:].islower()
+        # "...AiPW0 ops", "...AApw==": letters inside a longer token, not a label (but
+        # "PGPASSWORD=..." is one: an upper-case name written as code)
+        if not camel and (spaced or not label.isupper() or sep not in _CODE_SEPS):
+            return False
+    if len(set(value)) == 1 or is_path(value):
         return False
     between = m.group("between")
+    if between and between.split()[0].lower() in _COMPOUNDS:
+        return False  # "password manager is 1Password": the label names another thing
     if spaced and (quote or not strong):
         spaced_ok = looks_random(value, min_len=16, classes=2)
         return spaced_ok
@@ -274,6 +299,22 @@ _LABEL_RULE = GuardRule(
                 "jeton",
                 "identifiants",
                 "chave",
+                "wachtwoord",
+                "toegangscode",
+                "hasl",
+                "parol",
+                "hesl",
+                "adgangskode",
+                "kodeord",
+                "salasana",
+                "jelsz",
+                "kata",
+                "klucz",
+                "chiave",
+                "sleutel",
+                "nyckel",
+                "nøgle",
+                "nogle",
             ]
         ),
         "pin",
@@ -299,6 +340,11 @@ _LABEL_RULE = GuardRule(
             "密钥",
             "秘钥",
             "令牌",
+            "şifre",
+            "hasł",
+            "lösenord",
+            "κωδικ",
+            "klíč",
         ],
     ),
     back_off=True,
@@ -311,47 +357,10 @@ _LABEL_RULE = GuardRule(
             "schl "
             "geheimer zugangsdaten clé cle jeton identifiants chave 비밀번호 암호 패스워드 비번 パスワード "
             "暗証番号 密码 口令 密碼 mật пароль 키 토큰 시크릿 キー トークン アクセストークン 秘密鍵 シークレット 密钥 "
-            "秘钥 令牌 访问令牌"
+            "秘钥 令牌 访问令牌 wachtwoord toegangscode hasl hasł şifre parol lösenord hesl adgangskode "
+            "kodeord salasana jelsz kata κωδικ klucz chiave"
         )
     ),
 )
 
-# --- unlabelled high-entropy tokens --------------------------------------------------------------
-
-_TOKEN_PARTS = re.compile(r"[_\-.]")
-_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-=]{20,}")
-
-
-_HASH_CONTEXT = re.compile(
-    r"(?:sha-?(?:1|224|256|384|512)|md5|blake2b?|xxh\d*|crc32)[:\-=]?\s*$"
-    r"|\b(?:hash|checksum|digest|fingerprint|integrity|etag|commit|sha)\b[^\n]{0,30}$",
-    re.IGNORECASE,
-)
-
-
-def _random_token(m: re.Match[str]) -> bool:
-    token = m.group().strip("=")
-    if _HEX.fullmatch(token):
-        return False  # hashes, commit ids, UUIDs, trace ids
-    if token.count("/") >= 2 and not _UPPER_OR_DIGIT.search(token.replace("/", "")[:8]):
-        return False  # a path
-    # judge the longest run between separators: "sess_01HZX8..." is a prefix plus an id
-    core = max(_TOKEN_PARTS.split(token), key=len)
-    if not (
-        looks_random(core, min_len=20, classes=3)
-        and (len(core) >= 24 or sum(c.isdigit() for c in core) >= 3)
-    ):
-        return False
-    # a base64 digest or fingerprint the text itself calls a hash
-    return not _HASH_CONTEXT.search(m.string, max(0, m.start() - 40), m.start())
-
-
-_ENTROPY_RULE = GuardRule(
-    "high_entropy_token",
-    "contains a random-looking token (likely a key)",
-    _TOKEN,
-    _random_token,
-    tokens=True,
-)
-
-SECRET_RULES: tuple[GuardRule, ...] = (*VENDOR_RULES, _LABEL_RULE, _ENTROPY_RULE)
+SECRET_RULES: tuple[GuardRule, ...] = (*VENDOR_RULES, _LABEL_RULE, *TOKEN_RULES)
