@@ -38,7 +38,7 @@ from harness.memory.store.connect import (
 )
 from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_async
-from harness.memory.store.ops import cleanups, lessons, listing, memos, runs
+from harness.memory.store.ops import cleanups, lessons, listing, memos, portability, runs
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -250,6 +250,8 @@ class AsyncMemoryStore(StoreBase):
     retirement_proposals = _awaited(lessons.retirement_proposals)
     retire = _awaited(lessons.retire)
     restore = _awaited(lessons.restore)
+    export_memories = _awaited(portability.export_memories)
+    import_memories = _awaited(portability.import_memories)
 
     # --- the executor --------------------------------------------------------------------------
 

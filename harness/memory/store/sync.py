@@ -35,7 +35,7 @@ from harness.memory.store.connect import (
 from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_sync
 from harness.memory.store.migrate import check_schema_current, upgrade_to_head
-from harness.memory.store.ops import cleanups, lessons, listing, memos, runs
+from harness.memory.store.ops import cleanups, lessons, listing, memos, portability, runs
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -247,6 +247,8 @@ class MemoryStore(StoreBase):
     retirement_proposals = _blocking(lessons.retirement_proposals)
     retire = _blocking(lessons.retire)
     restore = _blocking(lessons.restore)
+    export_memories = _blocking(portability.export_memories)
+    import_memories = _blocking(portability.import_memories)
 
     # --- the executor --------------------------------------------------------------------------
 

@@ -1,0 +1,228 @@
+"""Statements of export and import (``docs/export-format.md``): one tenant's rows read a page
+at a time in a stable order (keyset pagination, never OFFSET), and written idempotently.
+
+A scope filter is a sequence of (scope, scope id or None for every id of that scope); the
+dependent tables (approvals, lesson events and scores) follow their memory's scope.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Double,
+    Insert,
+    Integer,
+    Select,
+    String,
+    Text,
+    and_,
+    cast,
+    column,
+    exists,
+    insert,
+    or_,
+    select,
+    true,
+    values,
+)
+from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from harness.memory.domain.types import Scope
+from harness.memory.store.sql.schema import approvals, lesson_events, lesson_scores, memories
+
+__all__ = [
+    "ScopeFilter",
+    "export_approvals_page",
+    "export_events_page",
+    "export_memories_page",
+    "export_scores_page",
+    "import_approvals",
+    "import_events",
+    "import_memories",
+    "import_scores",
+]
+
+#: (scope, scope id) pairs; a None id selects every id of that scope. Empty: the whole tenant.
+ScopeFilter = Sequence[tuple[Scope, str | None]]
+
+m = memories.c
+a = approvals.c
+e = lesson_events.c
+s = lesson_scores.c
+
+_MEMORY_EXPORTED = tuple(c for c in memories.c if c.name not in ("tsv", "fingerprint"))
+_NO_VECTORS = tuple(c for c in _MEMORY_EXPORTED if c.name not in ("embedding", "context_embedding"))
+_EVENT_EXPORTED = tuple(c for c in lesson_events.c if c.name != "tenant")
+_EVENT_NO_VECTORS = tuple(
+    c for c in _EVENT_EXPORTED if c.name not in ("embedding", "feedback_embedding")
+)
+
+
+def _in_scopes(scopes: ScopeFilter) -> ColumnElement[bool]:
+    if not scopes:
+        return true()
+    return or_(
+        *(
+            m.scope == scope.value
+            if scope_id is None
+            else and_(m.scope == scope.value, m.scope_id == scope_id)
+            for scope, scope_id in scopes
+        )
+    )
+
+
+def export_memories_page(
+    tenant: str, scopes: ScopeFilter, after: uuid.UUID | None, limit: int, *, vectors: bool
+) -> Select[Any]:
+    """The next ``limit`` memories of the tenant in the filter, by id after ``after``."""
+    stmt = (
+        select(*(_MEMORY_EXPORTED if vectors else _NO_VECTORS))
+        .where(m.tenant == tenant, _in_scopes(scopes))
+        .order_by(m.id)
+        .limit(limit)
+    )
+    return stmt if after is None else stmt.where(m.id > after)
+
+
+def _of_exported_memory(tenant: str, memory_id: Any, scopes: ScopeFilter) -> ColumnElement[bool]:
+    if not scopes:
+        return true()
+    return exists().where(m.tenant == tenant, m.id == memory_id, _in_scopes(scopes))
+
+
+def export_approvals_page(
+    tenant: str, scopes: ScopeFilter, after: int | None, limit: int
+) -> Select[Any]:
+    """The next approval decisions of the tenant's memories in the filter, in decision order."""
+    stmt = (
+        select(a.id, a.memory_id, a.decision, a.actor, a.reason, a.decided_at)
+        .where(a.tenant == tenant, _of_exported_memory(tenant, a.memory_id, scopes))
+        .order_by(a.id)
+        .limit(limit)
+    )
+    return stmt if after is None else stmt.where(a.id > after)
+
+
+def export_events_page(
+    tenant: str, scopes: ScopeFilter, after: int | None, limit: int, *, vectors: bool
+) -> Select[Any]:
+    """The next lesson events of the tenant's memories in the filter, in the order recorded."""
+    stmt = (
+        select(*(_EVENT_EXPORTED if vectors else _EVENT_NO_VECTORS))
+        .where(e.tenant == tenant, _of_exported_memory(tenant, e.memory_id, scopes))
+        .order_by(e.id)
+        .limit(limit)
+    )
+    return stmt if after is None else stmt.where(e.id > after)
+
+
+def export_scores_page(
+    tenant: str, scopes: ScopeFilter, after: uuid.UUID | None, limit: int
+) -> Select[Any]:
+    """The next lesson scores of the tenant's memories in the filter, by memory id."""
+    stmt = (
+        select(s.memory_id, s.n, s.mean, s.m2)
+        .where(s.tenant == tenant, _of_exported_memory(tenant, s.memory_id, scopes))
+        .order_by(s.memory_id)
+        .limit(limit)
+    )
+    return stmt if after is None else stmt.where(s.memory_id > after)
+
+
+def import_memories() -> Insert:
+    """Insert the parameter list's rows; a row whose (tenant, id) exists is left as it is
+    (import is idempotent by id). Returns the ids inserted."""
+    return (
+        pg_insert(memories).on_conflict_do_nothing(index_elements=[m.tenant, m.id]).returning(m.id)
+    )
+
+
+_APPROVAL_TYPES: dict[str, Any] = {
+    "tenant": String(200),
+    "memory_id": UUID(as_uuid=True),
+    "decision": String(16),
+    "actor": String(200),
+    "reason": Text(),
+    "decided_at": DateTime(timezone=True),
+}
+
+
+def _values(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
+    """``rows`` as a ``VALUES`` list of typed columns (one statement, so its row count is
+    what it inserted)."""
+    cols = [column(name, kind) for name, kind in types.items()]
+    return values(*cols, name="v").data([tuple(row[n] for n in types) for row in rows])
+
+
+def _typed(v: Any, types: dict[str, Any]) -> list[Any]:
+    # A column of NULLs in VALUES is text to PostgreSQL: each column is cast to its type.
+    return [cast(v.c[name], kind).label(name) for name, kind in types.items()]
+
+
+def import_approvals(rows: Sequence[dict[str, Any]]) -> Insert:
+    """Insert the decisions the tenant does not hold already (the same decision on that
+    memory at that time by that actor): a re-import adds nothing. Returns their ids."""
+    v = _values(_APPROVAL_TYPES, rows)
+    new = select(*_typed(v, _APPROVAL_TYPES)).where(
+        ~exists().where(
+            a.tenant == v.c.tenant,
+            a.memory_id == v.c.memory_id,
+            a.decision == v.c.decision,
+            a.actor == v.c.actor,
+            a.decided_at == v.c.decided_at,
+        )
+    )
+    return insert(approvals).from_select(list(_APPROVAL_TYPES), new).returning(a.id)
+
+
+def import_events(rows: Sequence[dict[str, Any]], vector_type: Any) -> Insert:
+    """Insert the lesson events the tenant does not hold already (the same event of that
+    memory at that time from that run): a re-import adds nothing. Returns their ids."""
+    types: dict[str, Any] = {
+        "tenant": String(200),
+        "memory_id": UUID(as_uuid=True),
+        "event": String(16),
+        "polarity": String(8),
+        "run_id": String(200),
+        "verdict_id": String(200),
+        "actor": String(200),
+        "task": Text(),
+        "feedback": Text(),
+        "embedding": vector_type,
+        "feedback_embedding": vector_type,
+        "at": DateTime(timezone=True),
+    }
+    v = _values(types, rows)
+    new = select(*_typed(v, types)).where(
+        ~exists().where(
+            e.tenant == v.c.tenant,
+            e.memory_id == v.c.memory_id,
+            e.event == v.c.event,
+            e.at == v.c.at,
+            e.run_id.is_not_distinct_from(v.c.run_id),
+        )
+    )
+    return insert(lesson_events).from_select(list(types), new).returning(e.id)
+
+
+def import_scores(rows: Sequence[dict[str, Any]]) -> Insert:
+    """Insert the lesson scores of lessons that have none (idempotent by memory id).
+    Returns their memory ids."""
+    types: dict[str, Any] = {
+        "tenant": String(200),
+        "memory_id": UUID(as_uuid=True),
+        "n": Integer(),
+        "mean": Double(),
+        "m2": Double(),
+    }
+    v = _values(types, rows)
+    new = select(*_typed(v, types)).where(
+        ~exists().where(s.tenant == v.c.tenant, s.memory_id == v.c.memory_id)
+    )
+    return insert(lesson_scores).from_select(list(types), new).returning(s.memory_id)
