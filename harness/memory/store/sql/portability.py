@@ -37,7 +37,6 @@ from harness.memory.domain.types import Scope
 from harness.memory.store.sql.schema import approvals, lesson_events, lesson_scores, memories
 
 __all__ = [
-    "ScopeFilter",
     "export_approvals_page",
     "export_events_page",
     "export_memories_page",
@@ -90,10 +89,16 @@ def export_memories_page(
     return stmt if after is None else stmt.where(m.id > after)
 
 
-def _of_exported_memory(tenant: str, memory_id: Any, scopes: ScopeFilter) -> ColumnElement[bool]:
+def _of_exported_memories(
+    stmt: Select[Any], table: Any, tenant: str, scopes: ScopeFilter
+) -> Select[Any]:
+    """``stmt`` over ``table``'s rows of the tenant whose memory is in the filter (a join on
+    the memory, tenant first, when there is a filter)."""
+    stmt = stmt.where(table.c.tenant == tenant)
     if not scopes:
-        return true()
-    return exists().where(m.tenant == tenant, m.id == memory_id, _in_scopes(scopes))
+        return stmt
+    on = and_(m.tenant == table.c.tenant, m.id == table.c.memory_id)
+    return stmt.select_from(table.join(memories, on)).where(_in_scopes(scopes))
 
 
 def export_approvals_page(
@@ -101,8 +106,12 @@ def export_approvals_page(
 ) -> Select[Any]:
     """The next approval decisions of the tenant's memories in the filter, in decision order."""
     stmt = (
-        select(a.id, a.memory_id, a.decision, a.actor, a.reason, a.decided_at)
-        .where(a.tenant == tenant, _of_exported_memory(tenant, a.memory_id, scopes))
+        _of_exported_memories(
+            select(a.id, a.memory_id, a.decision, a.actor, a.reason, a.decided_at),
+            approvals,
+            tenant,
+            scopes,
+        )
         .order_by(a.id)
         .limit(limit)
     )
@@ -114,8 +123,12 @@ def export_events_page(
 ) -> Select[Any]:
     """The next lesson events of the tenant's memories in the filter, in the order recorded."""
     stmt = (
-        select(*(_EVENT_EXPORTED if vectors else _EVENT_NO_VECTORS))
-        .where(e.tenant == tenant, _of_exported_memory(tenant, e.memory_id, scopes))
+        _of_exported_memories(
+            select(*(_EVENT_EXPORTED if vectors else _EVENT_NO_VECTORS)),
+            lesson_events,
+            tenant,
+            scopes,
+        )
         .order_by(e.id)
         .limit(limit)
     )
@@ -127,8 +140,7 @@ def export_scores_page(
 ) -> Select[Any]:
     """The next lesson scores of the tenant's memories in the filter, by memory id."""
     stmt = (
-        select(s.memory_id, s.n, s.mean, s.m2)
-        .where(s.tenant == tenant, _of_exported_memory(tenant, s.memory_id, scopes))
+        _of_exported_memories(select(s.memory_id, s.n, s.mean, s.m2), lesson_scores, tenant, scopes)
         .order_by(s.memory_id)
         .limit(limit)
     )
