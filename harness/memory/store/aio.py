@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from harness import metrics
 from harness.clock import Clock, SystemClock
 from harness.memory.domain.ranking import RecallConfig
 from harness.memory.domain.types import Memory, MemoryCandidate
@@ -165,6 +166,7 @@ class AsyncMemoryStore(StoreBase):
         engine = create_async_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine.sync_engine, "connect", assume_app_role)
         watch_pooled_connections(engine.sync_engine)
+        metrics.watch_pool(engine.sync_engine.pool)
         reads = AsyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
             await reads.probe()

@@ -16,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from harness import metrics
 from harness.clock import Clock, SystemClock
 from harness.errors import StoreUnavailable
 from harness.memory.domain.ranking import RecallConfig
@@ -161,6 +162,7 @@ class MemoryStore(StoreBase):
         engine = sa.create_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine, "connect", assume_app_role)
         watch_pooled_connections(engine)
+        metrics.watch_pool(engine.pool)
         reads = SyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
             migrate_or_check(engine, full_url, settings, migrate)
