@@ -52,8 +52,8 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 RECALL_STAGES = ("embed", "sql", "judge", "assemble")
 
 # Buckets from 0.1 ms: a cached query vector or a small assembly takes well under a millisecond.
-_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
-_BUCKETS += (0.5, 1.0, 2.5, 5.0, 10.0)
+_BUCKETS: tuple[float, ...] = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025)
+_BUCKETS += (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 _stage = Histogram(
     "harness_recall_stage_seconds",

@@ -142,7 +142,8 @@ def mem0_export_lines(
             report.skipped.append(f"{where}: no memory text")
             continue
         scope, scope_id = _place(rec, report)
-        metadata = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+        raw_metadata = rec.get("metadata")
+        metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
         kind_name = metadata.get("kind")
         kind = Kind(kind_name) if kind_name in _KINDS else Kind.FACT
         report.unmapped.update(k for k in UNMAPPED_FIELDS if rec.get(k) not in (None, "", []))

@@ -366,10 +366,9 @@ def recall(store: StoreBase, request: RecallRequest | Mapping[str, Any]) -> Plan
         outcome = "items" if result.items else "abstained"
         metrics.recall_outcome(outcome)
         if span.is_recording():
-            span.set_attributes(
-                {"harness.outcome": outcome, "harness.items": len(result.items)}
-                | {"harness.complete": result.complete}
-            )
+            span.set_attribute("harness.outcome", outcome)
+            span.set_attribute("harness.items", len(result.items))
+            span.set_attribute("harness.complete", result.complete)
         return result
     finally:
         span.end()
