@@ -157,7 +157,9 @@ ROUTED: dict[str, Callable[[], Any]] = {
         "t", [(Scope.USER, "u")], 3, 10, vectors=False
     ),
     "portability.export_scores_page": lambda: portability_sql.export_scores_page("t", [], ID, 10),
-    "portability.import_memories": portability_sql.import_memories,
+    "portability.import_memories": lambda: portability_sql.import_memories(
+        [dict.fromkeys(portability_sql._MEMORY_TYPES, None) | {"tenant": "t", "id": ID}]
+    ),
     "portability.import_approvals": lambda: portability_sql.import_approvals(
         [
             {
@@ -187,7 +189,6 @@ ROUTED: dict[str, Callable[[], Any]] = {
             )
             | {"tenant": "t", "memory_id": ID, "event": "taught", "at": NOW}
         ],
-        sa.Text(),
     ),
     "portability.import_scores": lambda: portability_sql.import_scores(
         [{"tenant": "t", "memory_id": ID, "n": 1, "mean": 0.5, "m2": 0.0}]

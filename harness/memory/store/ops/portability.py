@@ -16,8 +16,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
-
 from harness.errors import InvalidInput
 from harness.fingerprint import fingerprint
 from harness.identifiers import check_identifier
@@ -310,7 +308,6 @@ def _write_file(
     skipped: list[str] = []
     records = read_records(opener())
     yield Blocking(partial(next, records))  # the header, checked by the first pass
-    vector_type = Vector(embedder.dim if embedder is not None else None)
     while True:
         # Reading and parsing is file IO: a worker thread's under asyncio.
         chunk = yield Blocking(partial(_take, records, batch_size))
@@ -331,7 +328,7 @@ def _write_file(
                 )
                 for i, vec, cvec in zip(missing, *pairs, strict=True):
                     rows[i]["embedding"], rows[i]["context_embedding"] = vec, cvec
-            inserted = len((yield (psql.import_memories(), rows)).all())
+            inserted = len((yield psql.import_memories(rows)).all())
             counts["memories"] += inserted
             counts["existing"] += len(rows) - inserted
             counts["embedded"] += len(missing) if embedder is not None else 0
@@ -341,7 +338,7 @@ def _write_file(
         events = [r for _, r in chunk if isinstance(r, LessonEventRecord)]
         if events:
             event_rows = yield from _event_rows(tenant, events, embedder, keep)
-            result = yield psql.import_events(event_rows, vector_type)
+            result = yield psql.import_events(event_rows)
             counts["lesson_events"] += len(result.all())
         scores = [_score_row(tenant, r) for _, r in chunk if isinstance(r, LessonScoreRecord)]
         if scores:

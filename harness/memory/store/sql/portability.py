@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
     DateTime,
@@ -21,16 +22,16 @@ from sqlalchemy import (
     String,
     Text,
     and_,
+    bindparam,
     cast,
-    column,
     exists,
+    func,
     insert,
     or_,
     select,
     true,
-    values,
 )
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from harness.memory.domain.types import Scope
@@ -49,6 +50,9 @@ __all__ = [
 
 #: (scope, scope id) pairs; a None id selects every id of that scope. Empty: the whole tenant.
 ScopeFilter = Sequence[tuple[Scope, str | None]]
+
+#: Marks a vector column in the type maps below (sent as text, cast to ``vector``).
+VECTOR = object()
 
 m = memories.c
 a = approvals.c
@@ -147,14 +151,32 @@ def export_scores_page(
     return stmt if after is None else stmt.where(s.memory_id > after)
 
 
-def import_memories() -> Insert:
-    """Insert the parameter list's rows; a row whose (tenant, id) exists is left as it is
-    (import is idempotent by id). Returns the ids inserted."""
-    return (
-        pg_insert(memories).on_conflict_do_nothing(index_elements=[m.tenant, m.id]).returning(m.id)
-    )
-
-
+_MEMORY_TYPES: dict[str, Any] = {
+    "id": UUID(as_uuid=True),
+    "tenant": String(200),
+    "scope": String(16),
+    "scope_id": String(200),
+    "kind": String(16),
+    "memory_key": String(200),
+    "content": Text(),
+    "context": Text(),
+    "priority": Integer(),
+    "status": String(20),
+    "origin": String(16),
+    "run_id": String(200),
+    "verdict_id": String(200),
+    "created_at": DateTime(timezone=True),
+    "expires_at": DateTime(timezone=True),
+    "supersedes": UUID(as_uuid=True),
+    "superseded_by": UUID(as_uuid=True),
+    "fingerprint": String(64),
+    "embedding": VECTOR,
+    "context_embedding": VECTOR,
+    "approved_by": String(200),
+    "approved_at": DateTime(timezone=True),
+    "approval_decision": String(16),
+    "approval_reason": Text(),
+}
 _APPROVAL_TYPES: dict[str, Any] = {
     "tenant": String(200),
     "memory_id": UUID(as_uuid=True),
@@ -163,25 +185,68 @@ _APPROVAL_TYPES: dict[str, Any] = {
     "reason": Text(),
     "decided_at": DateTime(timezone=True),
 }
+_EVENT_TYPES: dict[str, Any] = {
+    "tenant": String(200),
+    "memory_id": UUID(as_uuid=True),
+    "event": String(16),
+    "polarity": String(8),
+    "run_id": String(200),
+    "verdict_id": String(200),
+    "actor": String(200),
+    "task": Text(),
+    "feedback": Text(),
+    "embedding": VECTOR,
+    "feedback_embedding": VECTOR,
+    "at": DateTime(timezone=True),
+}
+_SCORE_TYPES: dict[str, Any] = {
+    "tenant": String(200),
+    "memory_id": UUID(as_uuid=True),
+    "n": Integer(),
+    "mean": Double(),
+    "m2": Double(),
+}
 
 
-def _values(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
-    """``rows`` as a ``VALUES`` list of typed columns (one statement, so its row count is
-    what it inserted)."""
-    cols = [column(name, kind) for name, kind in types.items()]
-    return values(*cols, name="v").data([tuple(row[n] for n in types) for row in rows])
+def _vector_text(value: Sequence[float] | None) -> str | None:
+    return None if value is None else "[" + ",".join(map(repr, map(float, value))) + "]"
 
 
-def _typed(v: Any, types: dict[str, Any]) -> list[Any]:
-    # A column of NULLs in VALUES is text to PostgreSQL: each column is cast to its type.
-    return [cast(v.c[name], kind).label(name) for name, kind in types.items()]
+def _unnest(name: str, types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """The columns of ``rows`` as ``unnest`` of one array parameter each (a batch is a few
+    parameters, not one per value), each cast back to its type. Vectors travel as text."""
+    arrays = []
+    for column, kind in types.items():
+        if kind is VECTOR:
+            values = [_vector_text(r[column]) for r in rows]
+            arrays.append(bindparam(f"{name}_{column}", values, type_=ARRAY(Text())))
+        else:
+            values = [r[column] for r in rows]
+            arrays.append(bindparam(f"{name}_{column}", values, type_=ARRAY(kind)))
+    u = func.unnest(*arrays).table_valued(*types).render_derived(name=name)
+    return [
+        (cast(u.c[c], Vector()) if kind is VECTOR else u.c[c]).label(c) for c, kind in types.items()
+    ]
+
+
+def import_memories(rows: Sequence[dict[str, Any]]) -> Insert:
+    """Insert ``rows``; a row whose (tenant, id) exists is left as it is (import is
+    idempotent by id). Returns the ids inserted."""
+    new = select(*_unnest("im", _MEMORY_TYPES, rows))
+    return (
+        pg_insert(memories)
+        .from_select(list(_MEMORY_TYPES), new)
+        .on_conflict_do_nothing(index_elements=[m.tenant, m.id])
+        .returning(m.id)
+    )
 
 
 def import_approvals(rows: Sequence[dict[str, Any]]) -> Insert:
     """Insert the decisions the tenant does not hold already (the same decision on that
     memory at that time by that actor): a re-import adds nothing. Returns their ids."""
-    v = _values(_APPROVAL_TYPES, rows)
-    new = select(*_typed(v, _APPROVAL_TYPES)).where(
+    cols = _unnest("ia", _APPROVAL_TYPES, rows)
+    v = select(*cols).subquery("v")
+    new = select(*v.c).where(
         ~exists().where(
             a.tenant == v.c.tenant,
             a.memory_id == v.c.memory_id,
@@ -193,25 +258,11 @@ def import_approvals(rows: Sequence[dict[str, Any]]) -> Insert:
     return insert(approvals).from_select(list(_APPROVAL_TYPES), new).returning(a.id)
 
 
-def import_events(rows: Sequence[dict[str, Any]], vector_type: Any) -> Insert:
+def import_events(rows: Sequence[dict[str, Any]]) -> Insert:
     """Insert the lesson events the tenant does not hold already (the same event of that
     memory at that time from that run): a re-import adds nothing. Returns their ids."""
-    types: dict[str, Any] = {
-        "tenant": String(200),
-        "memory_id": UUID(as_uuid=True),
-        "event": String(16),
-        "polarity": String(8),
-        "run_id": String(200),
-        "verdict_id": String(200),
-        "actor": String(200),
-        "task": Text(),
-        "feedback": Text(),
-        "embedding": vector_type,
-        "feedback_embedding": vector_type,
-        "at": DateTime(timezone=True),
-    }
-    v = _values(types, rows)
-    new = select(*_typed(v, types)).where(
+    v = select(*_unnest("ie", _EVENT_TYPES, rows)).subquery("v")
+    new = select(*v.c).where(
         ~exists().where(
             e.tenant == v.c.tenant,
             e.memory_id == v.c.memory_id,
@@ -220,21 +271,16 @@ def import_events(rows: Sequence[dict[str, Any]], vector_type: Any) -> Insert:
             e.run_id.is_not_distinct_from(v.c.run_id),
         )
     )
-    return insert(lesson_events).from_select(list(types), new).returning(e.id)
+    return insert(lesson_events).from_select(list(_EVENT_TYPES), new).returning(e.id)
 
 
 def import_scores(rows: Sequence[dict[str, Any]]) -> Insert:
     """Insert the lesson scores of lessons that have none (idempotent by memory id).
     Returns their memory ids."""
-    types: dict[str, Any] = {
-        "tenant": String(200),
-        "memory_id": UUID(as_uuid=True),
-        "n": Integer(),
-        "mean": Double(),
-        "m2": Double(),
-    }
-    v = _values(types, rows)
-    new = select(*_typed(v, types)).where(
-        ~exists().where(s.tenant == v.c.tenant, s.memory_id == v.c.memory_id)
+    new = select(*_unnest("isc", _SCORE_TYPES, rows))
+    return (
+        pg_insert(lesson_scores)
+        .from_select(list(_SCORE_TYPES), new)
+        .on_conflict_do_nothing(index_elements=[s.tenant, s.memory_id])
+        .returning(s.memory_id)
     )
-    return insert(lesson_scores).from_select(list(types), new).returning(s.memory_id)
