@@ -104,9 +104,7 @@ def run(memories: int, rounds: int, n_questions: int = 100) -> dict[str, Any]:
         "rounds": rounds,
         "recalls_per_arm": {k: len(v) for k, v in samples.items()},
         "arms": {k: percentiles(v) for k, v in samples.items()},
-        "p50_ratio_vs_off": {
-            k: round(statistics.median(v) / base, 3) for k, v in samples.items()
-        },
+        "p50_ratio_vs_off": {k: round(statistics.median(v) / base, 3) for k, v in samples.items()},
         "p50_added_us_vs_off": {
             k: round((statistics.median(v) - base) * 1e6, 1) for k, v in samples.items()
         },
