@@ -289,3 +289,21 @@ def test_the_documented_pg_dump_restore_keeps_every_line(
     with make_store(fresh_db_url, HashEmbedder(), None) as restored:
         after = export_lines(restored, tenant, with_vectors=True)
     assert after[1:] == before[1:]
+
+
+def test_vectors_of_another_model_are_replaced_on_import(
+    facade: Facade, tenant: str, other_tenant: str
+) -> None:
+    facade.write(cand(tenant, content="the printer is on floor three"))
+    lines = export_lines(facade, tenant, with_vectors=True)
+    header = json.loads(lines[0])
+    assert header["vectors"] and header["model"] == facade.embedder.model_name
+    header["model"] = "another-model"
+    memory = json.loads(lines[1])
+    memory["embedding"] = [0.0] * (len(memory["embedding"]) - 1) + [1.0]
+    report = facade.import_memories(
+        lambda: [json.dumps(header), json.dumps(memory)], as_tenant=other_tenant
+    )
+    assert report.embedded == 1
+    again = json.loads(export_lines(facade, other_tenant, with_vectors=True)[1])
+    assert again["embedding"] == json.loads(lines[1])["embedding"]  # this store's model's

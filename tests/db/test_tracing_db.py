@@ -127,3 +127,25 @@ def test_reembed_is_one_span_with_its_count(
     done = private_store.reembed()
     (span,) = [s for s in spans.get_finished_spans() if s.name == "harness.reembed"]
     assert span.attributes["harness.embedded"] == done == 2  # type: ignore[index]
+
+
+def test_an_ingest_request_is_a_span_and_counted_by_status(
+    spans: InMemorySpanExporter, astore: AsyncMemoryStore, tenant: str
+) -> None:
+    from starlette.testclient import TestClient
+
+    from harness.metrics import REGISTRY
+    from harness.tracing import identity
+
+    before = REGISTRY.get_sample_value("harness_ingest_responses_total", {"code": "401"}) or 0
+    server = build_server(
+        astore, identity=Caller(tenant, "alice"), ingest_key="the-right-ingest-key-0123"
+    )
+    with TestClient(server.streamable_http_app()) as client:
+        response = client.post("/v1/memories", json={}, headers={"x-ingest-key": "wrong"})
+    assert response.status_code == 401
+    after = REGISTRY.get_sample_value("harness_ingest_responses_total", {"code": "401"})
+    assert after == before + 1
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "harness.ingest"]
+    assert span.attributes["http.response.status_code"] == 401  # type: ignore[index]
+    assert identity(tenant)["harness.tenant_hash"] != tenant
