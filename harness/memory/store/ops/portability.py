@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InvalidInput
-from harness.fingerprint import fingerprint
 from harness.identifiers import check_identifier
 from harness.memory.domain.export_check import CheckedFile, check_file
 from harness.memory.domain.export_format import (
     ApprovalRecord,
-    ApprovalState,
     ConversationRecord,
     ExportReport,
     Header,
@@ -43,6 +41,15 @@ from harness.memory.store.checks import as_scope
 from harness.memory.store.executors import Blocking, Op
 from harness.memory.store.ops import vectors
 from harness.memory.store.plans import Plan, embedded, in_transaction, read
+from harness.memory.store.portability_rows import (
+    approval_record,
+    approval_row,
+    event_record,
+    memory_record,
+    memory_row,
+    score_record,
+    score_row,
+)
 from harness.memory.store.sql import portability as psql
 
 __all__ = ["ImportSource", "export_memories", "import_memories"]
@@ -103,7 +110,7 @@ def export_memories(
         stmt = psql.export_memories_page(tenant, wanted, after, _PAGE, vectors=with_vectors)
         rows = yield from read("export", tenant, partial(_rows, stmt))
         for row in rows:
-            write(dump_line(_memory_record(row)))
+            write(dump_line(memory_record(row)))
         counts["memories"] += len(rows)
         if len(rows) < _PAGE:
             break
@@ -113,7 +120,7 @@ def export_memories(
         (
             "approvals",
             lambda after: psql.export_approvals_page(tenant, wanted, after, _PAGE),
-            _approval_record,
+            approval_record,
             "id",
         ),
         (
@@ -121,13 +128,13 @@ def export_memories(
             lambda after: psql.export_events_page(
                 tenant, wanted, after, _PAGE, vectors=with_vectors
             ),
-            _event_record,
+            event_record,
             "id",
         ),
         (
             "lesson_scores",
             lambda after: psql.export_scores_page(tenant, wanted, after, _PAGE),
-            _score_record,
+            score_record,
             "memory_id",
         ),
     ]
@@ -158,72 +165,6 @@ def _check_scopes(
 
 def _rows(stmt: Any) -> Op[list[Any]]:
     return list((yield stmt).mappings().all())
-
-
-def _vector(value: Any) -> list[float] | None:
-    return None if value is None else [float(x) for x in value]
-
-
-def _memory_record(row: Any) -> MemoryRecord:
-    approval = None
-    if row["approval_decision"]:
-        approval = ApprovalState(
-            decision=row["approval_decision"],
-            by=row["approved_by"],
-            at=row["approved_at"],
-            reason=row["approval_reason"],
-        )
-    return MemoryRecord(
-        id=row["id"],
-        scope=row["scope"],
-        scope_id=row["scope_id"],
-        kind=row["kind"],
-        key=row["memory_key"],
-        content=row["content"],
-        context=row["context"],
-        priority=row["priority"],
-        status=row["status"],
-        origin=row["origin"],
-        run_id=row["run_id"],
-        verdict_id=row["verdict_id"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        approval=approval,
-        embedding=_vector(row.get("embedding")),
-        context_embedding=_vector(row.get("context_embedding")),
-    )
-
-
-def _approval_record(row: Any) -> ApprovalRecord:
-    return ApprovalRecord(
-        memory_id=row["memory_id"],
-        decision=row["decision"],
-        actor=row["actor"],
-        reason=row["reason"],
-        decided_at=row["decided_at"],
-    )
-
-
-def _event_record(row: Any) -> LessonEventRecord:
-    return LessonEventRecord(
-        memory_id=row["memory_id"],
-        event=row["event"],
-        polarity=row["polarity"],
-        run_id=row["run_id"],
-        verdict_id=row["verdict_id"],
-        actor=row["actor"],
-        task=row["task"],
-        feedback=row["feedback"],
-        at=row["at"],
-        embedding=_vector(row.get("embedding")),
-        feedback_embedding=_vector(row.get("feedback_embedding")),
-    )
-
-
-def _score_record(row: Any) -> LessonScoreRecord:
-    return LessonScoreRecord(memory_id=row["memory_id"], n=row["n"], mean=row["mean"], m2=row["m2"])
 
 
 # --- import ------------------------------------------------------------------------------------
@@ -315,7 +256,7 @@ def _write_file(
             return counts, skipped
         mems = [r for _, r in chunk if isinstance(r, MemoryRecord)]
         if mems:
-            rows = [_memory_row(tenant, r, keep) for r in mems]
+            rows = [memory_row(tenant, r, keep) for r in mems]
             missing = [i for i, row in enumerate(rows) if row["embedding"] is None]
             if embedder is not None and missing:
                 pairs = yield Blocking(
@@ -332,7 +273,7 @@ def _write_file(
             counts["memories"] += inserted
             counts["existing"] += len(rows) - inserted
             counts["embedded"] += len(missing) if embedder is not None else 0
-        approvals = [_approval_row(tenant, r) for _, r in chunk if isinstance(r, ApprovalRecord)]
+        approvals = [approval_row(tenant, r) for _, r in chunk if isinstance(r, ApprovalRecord)]
         if approvals:
             counts["approvals"] += len((yield psql.import_approvals(approvals)).all())
         events = [r for _, r in chunk if isinstance(r, LessonEventRecord)]
@@ -340,7 +281,7 @@ def _write_file(
             event_rows = yield from _event_rows(tenant, events, embedder, keep)
             result = yield psql.import_events(event_rows)
             counts["lesson_events"] += len(result.all())
-        scores = [_score_row(tenant, r) for _, r in chunk if isinstance(r, LessonScoreRecord)]
+        scores = [score_row(tenant, r) for _, r in chunk if isinstance(r, LessonScoreRecord)]
         if scores:
             counts["lesson_scores"] += len((yield psql.import_scores(scores)).all())
         skipped += [
@@ -353,47 +294,6 @@ def _write_file(
 def _take(records: Iterator[tuple[int, Header | Record]], n: int) -> list[tuple[int, Record]]:
     """The next ``n`` records (the header, line 1, is passed over)."""
     return [(number, r) for number, r in islice(records, n) if not isinstance(r, Header)]
-
-
-def _memory_row(tenant: str, r: MemoryRecord, keep: bool) -> dict[str, Any]:
-    approval = r.approval
-    return {
-        "id": r.id,
-        "tenant": tenant,
-        "scope": r.scope.value,
-        "scope_id": r.scope_id,
-        "kind": r.kind.value,
-        "memory_key": r.key,
-        "content": r.content,
-        "context": r.context,
-        "priority": r.priority,
-        "status": r.status.value,
-        "origin": r.origin.value,
-        "run_id": r.run_id,
-        "verdict_id": r.verdict_id,
-        "created_at": r.created_at,
-        "expires_at": r.expires_at,
-        "supersedes": r.supersedes,
-        "superseded_by": r.superseded_by,
-        "fingerprint": fingerprint(r.content),
-        "embedding": r.embedding if keep else None,
-        "context_embedding": r.context_embedding if keep else None,
-        "approved_by": approval.by if approval else None,
-        "approved_at": approval.at if approval else None,
-        "approval_decision": approval.decision if approval else None,
-        "approval_reason": approval.reason if approval else None,
-    }
-
-
-def _approval_row(tenant: str, r: ApprovalRecord) -> dict[str, Any]:
-    return {
-        "tenant": tenant,
-        "memory_id": r.memory_id,
-        "decision": r.decision,
-        "actor": r.actor,
-        "reason": r.reason,
-        "decided_at": r.decided_at,
-    }
 
 
 def _event_rows(
@@ -432,7 +332,3 @@ def _event_rows(
         for row, w in zip(rows, wordings, strict=True):
             row["feedback_embedding"] = next(vecs) if w is not None else None
     return rows
-
-
-def _score_row(tenant: str, r: LessonScoreRecord) -> dict[str, Any]:
-    return {"tenant": tenant, "memory_id": r.memory_id, "n": r.n, "mean": r.mean, "m2": r.m2}
