@@ -26,14 +26,22 @@ from tests.unit.test_facades import cand
 _EXPORTER = InMemorySpanExporter()
 
 
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
+@pytest.fixture(scope="module")
+def provider() -> Iterator[None]:
     """The process's tracer provider records into an in-memory exporter (set once: the
-    OpenTelemetry API takes one global provider per process)."""
+    OpenTelemetry API takes one global provider per process). After this module the exporter
+    is shut down, so later tests' spans are not kept."""
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        trace.set_tracer_provider(provider)
+        sdk = TracerProvider()
+        sdk.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        trace.set_tracer_provider(sdk)
+    yield
+    _EXPORTER.clear()
+    _EXPORTER.shutdown()
+
+
+@pytest.fixture
+def spans(provider: None) -> Iterator[InMemorySpanExporter]:
     _EXPORTER.clear()
     yield _EXPORTER
     _EXPORTER.clear()
