@@ -1,4 +1,5 @@
-"""The ``harness-memory`` command line: status, init, reembed, demo, admin, lessons."""
+"""The ``harness-memory`` command line: status, init, reembed, demo, admin, lessons, export,
+import."""
 
 from __future__ import annotations
 
@@ -795,6 +796,11 @@ _register_console(app)
 from harness.cli.lessons import lessons_app  # noqa: E402
 
 app.add_typer(lessons_app, name="lessons")
+
+from harness.cli.portability import export_command, import_command  # noqa: E402
+
+app.command("export")(export_command)
+app.command("import")(import_command)
 
 
 def main() -> None:  # pragma: no cover - console-script shim

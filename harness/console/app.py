@@ -22,6 +22,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.templating import Jinja2Templates
 
+from harness import metrics
 from harness.console.backend import (
     ConsoleBackend,
     format_cursor,
@@ -437,8 +438,14 @@ def build_console_app(
         Route("/t/{tenant}/memories/{memory_id}/forget", g(c.forget_form), methods=["GET"]),
         Route("/t/{tenant}/memories/{memory_id}/forget", g(c.forget), methods=["POST"]),
         Route("/t/{tenant}/playground", g(c.playground), methods=["GET"]),
+        # Prometheus scrapes without signing in: the labels name no tenant (docs/operations.md).
+        Route("/metrics", _metrics, methods=["GET"]),
     ]
     return Starlette(routes=routes)
+
+
+async def _metrics(request: Request) -> Response:
+    return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
 
 
 def console_mount(store: MemoryStore, tokens: AdminTokenFile, *, path: str = "/console") -> Mount:

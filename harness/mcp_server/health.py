@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from harness import metrics
 from harness._version import __version__
 from harness.errors import HarnessError
 from harness.memory import AsyncMemoryStore
@@ -78,7 +79,8 @@ async def check_readiness(store: AsyncMemoryStore) -> Readiness:
 def add_health_routes(
     server: MCPServer, store: AsyncMemoryStore, *, timeout_s: float = 3.0
 ) -> None:
-    """Serve ``GET /healthz`` and ``GET /readyz`` (no bearer token) from ``server``'s HTTP app.
+    """Serve ``GET /healthz``, ``GET /readyz`` and ``GET /metrics`` (Prometheus' text format;
+    labels carry no tenant) without a bearer token from ``server``'s HTTP app.
 
     ``/readyz`` answers 503 with a reason when the database does not answer within
     ``timeout_s`` (the check is cancelled; its connection returns to the pool).
@@ -93,5 +95,9 @@ def add_health_routes(
             verdict = await check_readiness(store)
         return JSONResponse(verdict.as_json(), status_code=200 if verdict.ready else 503)
 
+    async def metrics_text(request: Request) -> Response:
+        return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
+
     server.custom_route("/healthz", methods=["GET"])(healthz)
     server.custom_route("/readyz", methods=["GET"])(readyz)
+    server.custom_route("/metrics", methods=["GET"])(metrics_text)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from harness import metrics, tracing
 from harness._version import __version__
 from harness.errors import HarnessError
 from harness.mcp_server.identity import TokenFileVerifier
@@ -92,7 +93,8 @@ class _Server(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
-            return await super().call_tool(name, arguments, context)
+            with tracing.in_span("harness.mcp.tool", {"harness.tool": name}):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
@@ -238,16 +240,19 @@ def build_server(
     async def open_memo(tool: str) -> str | None:
         """A new memo's handle, or None (logged) when the memo store is unreachable."""
         try:
-            return await memos.open(caller())
+            handle = await memos.open(caller())
         except HarnessError as exc:  # the shared memo table is unreachable
             log.warning("%s failed: %s", tool, exc)
             return None
+        metrics.memo_event("opened")
+        return handle
 
     async def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
         call = {"name": tool, "arguments": args}
         try:
             result = await memos.use(memo, caller(), lambda rs: RecallSetTools(rs).answer(call))
         except (MemoNotFound, MemoExpired) as exc:
+            metrics.memo_event("expired" if isinstance(exc, MemoExpired) else "not_found")
             return answer(f"error: {tool}: {exc}", is_error=True)
         except HarnessError as exc:  # the shared memo table is unreachable
             log.warning("%s failed: %s", tool, exc)
@@ -363,7 +368,11 @@ def build_server(
 
         async def ingest(request: Request) -> Response:
             # A plain function: Starlette would treat a callable object as a raw ASGI app.
-            return await handler(request)
+            with tracing.in_span("harness.ingest") as span:
+                response = await handler(request)
+                span.set_attribute("http.response.status_code", response.status_code)
+            metrics.ingest_answered(response.status_code)
+            return response
 
         server.custom_route("/v1/memories", methods=["POST"])(ingest)
 

@@ -26,6 +26,12 @@ if TYPE_CHECKING:
         StoreUnavailable,
     )
     from harness.memory.domain.caller import Caller
+    from harness.memory.domain.export_format import (
+        ExportLineError,
+        ExportReport,
+        ImportReport,
+        UnsupportedExportVersion,
+    )
     from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
     from harness.memory.domain.ranking import RankingConfig, RecallConfig
     from harness.memory.domain.recall import Omission, RecalledItem, RecallResult
@@ -53,9 +59,12 @@ __all__ = [
     "ClusterReport",
     "ConflictingState",
     "EmbeddingModelMismatch",
+    "ExportLineError",
+    "ExportReport",
     "HarnessError",
     "IdempotencyOutcome",
     "Idempotent",
+    "ImportReport",
     "IncompleteRecall",
     "InvalidInput",
     "Kind",
@@ -78,6 +87,7 @@ __all__ = [
     "StoreError",
     "StoreStatus",
     "StoreUnavailable",
+    "UnsupportedExportVersion",
     "WorkflowDeleted",
     "WriteMany",
 ]
@@ -119,5 +129,9 @@ __getattr__, __dir__ = lazy_exports(
         "Source": "harness.memory.domain.types",
         "Status": "harness.memory.domain.types",
         "WorkflowDeleted": "harness.memory.domain.types",
+        "ExportLineError": "harness.memory.domain.export_format",
+        "ExportReport": "harness.memory.domain.export_format",
+        "ImportReport": "harness.memory.domain.export_format",
+        "UnsupportedExportVersion": "harness.memory.domain.export_format",
     },
 )

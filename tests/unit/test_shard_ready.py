@@ -33,6 +33,7 @@ from harness.memory.store.sql import layout as layout_sql
 from harness.memory.store.sql import lessons as lessons_sql
 from harness.memory.store.sql import memories as memories_sql
 from harness.memory.store.sql import memos as memos_sql
+from harness.memory.store.sql import portability as portability_sql
 from harness.memory.store.sql import records as records_sql
 from harness.memory.store.sql import retrieval as recall_sql
 from harness.memory.store.sql import security as security_sql
@@ -146,6 +147,52 @@ ROUTED: dict[str, Callable[[], Any]] = {
     "adapter.mark_done": lambda: adapter_sql.mark_done("t", "c", NOW),
     "adapter.mark_failed": lambda: adapter_sql.mark_failed("t", "c", "e", NOW),
     "adapter.count_open": lambda: adapter_sql.count_open("t"),
+    "portability.export_memories_page": lambda: portability_sql.export_memories_page(
+        "t", [(Scope.USER, "u")], ID, 10, vectors=True
+    ),
+    "portability.export_approvals_page": lambda: portability_sql.export_approvals_page(
+        "t", [(Scope.USER, None)], 3, 10
+    ),
+    "portability.export_events_page": lambda: portability_sql.export_events_page(
+        "t", [(Scope.USER, "u")], 3, 10, vectors=False
+    ),
+    "portability.export_scores_page": lambda: portability_sql.export_scores_page("t", [], ID, 10),
+    "portability.import_memories": lambda: portability_sql.import_memories(
+        [dict.fromkeys(portability_sql._MEMORY_TYPES, None) | {"tenant": "t", "id": ID}]
+    ),
+    "portability.import_approvals": lambda: portability_sql.import_approvals(
+        [
+            {
+                "tenant": "t",
+                "memory_id": ID,
+                "decision": "approved",
+                "actor": "a",
+                "reason": None,
+                "decided_at": NOW,
+            }
+        ]
+    ),
+    "portability.import_events": lambda: portability_sql.import_events(
+        [
+            dict.fromkeys(
+                (
+                    "polarity",
+                    "run_id",
+                    "verdict_id",
+                    "actor",
+                    "task",
+                    "feedback",
+                    "embedding",
+                    "feedback_embedding",
+                ),
+                None,
+            )
+            | {"tenant": "t", "memory_id": ID, "event": "taught", "at": NOW}
+        ],
+    ),
+    "portability.import_scores": lambda: portability_sql.import_scores(
+        [{"tenant": "t", "memory_id": ID, "n": 1, "mean": 0.5, "m2": 0.0}]
+    ),
 }
 
 #: Builders that are cross-tenant by nature (maintenance sweeps and status counts: multi-shard
@@ -198,6 +245,7 @@ def _builders() -> set[str]:
         "console": console_sql,
         "layout": layout_sql,
         "adapter": adapter_sql,
+        "portability": portability_sql,
     }
     return {
         f"{label}.{name}"

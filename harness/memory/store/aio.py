@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from harness import metrics
 from harness.clock import Clock, SystemClock
 from harness.memory.domain.ranking import RecallConfig
 from harness.memory.domain.types import Memory, MemoryCandidate
@@ -38,7 +39,7 @@ from harness.memory.store.connect import (
 )
 from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_async
-from harness.memory.store.ops import cleanups, lessons, listing, memos, runs
+from harness.memory.store.ops import cleanups, lessons, listing, memos, portability, runs
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -165,6 +166,7 @@ class AsyncMemoryStore(StoreBase):
         engine = create_async_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine.sync_engine, "connect", assume_app_role)
         watch_pooled_connections(engine.sync_engine)
+        metrics.watch_pool(engine.sync_engine.pool)
         reads = AsyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
             await reads.probe()
@@ -250,6 +252,8 @@ class AsyncMemoryStore(StoreBase):
     retirement_proposals = _awaited(lessons.retirement_proposals)
     retire = _awaited(lessons.retire)
     restore = _awaited(lessons.restore)
+    export_memories = _awaited(portability.export_memories)
+    import_memories = _awaited(portability.import_memories)
 
     # --- the executor --------------------------------------------------------------------------
 

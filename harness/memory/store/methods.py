@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from harness.errors import InvalidInput
+from harness import metrics, tracing
+from harness.errors import ConflictingState, InvalidInput, MemoryRejected
 from harness.identifiers import check_identifier
 from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.domain.ranking import Scored
@@ -42,6 +43,7 @@ from harness.memory.store.checks import (
 )
 from harness.memory.store.executors import Attempt, Blocking, OnConnection, Op
 from harness.memory.store.migrate import current_revision
+from harness.memory.store.observe import count_written, observe_recall
 from harness.memory.store.ops import memories as memory_ops
 from harness.memory.store.ops import vectors
 from harness.memory.store.ops.layout import ClusterReport, Layout, cluster_action, cluster_op
@@ -129,10 +131,7 @@ def write(store: StoreBase, candidate: MemoryCandidate | Mapping[str, Any]) -> P
         InvalidInput: bad fields (nothing written). MemoryRejected: the guard refused it.
         StoreUnavailable / StoreError: the database failed (nothing written).
     """
-    cands = validate_candidates(
-        [candidate], store.settings, store.guard, single=True, now=store.clock.now()
-    )
-    return (yield from _write_checked(store, cands))[0]
+    return (yield from _observed_write(store, [candidate], single=True))[0]
 
 
 def write_many(store: StoreBase, candidates: Candidates) -> Plan[list[Memory]]:
@@ -140,8 +139,37 @@ def write_many(store: StoreBase, candidates: Candidates) -> Plan[list[Memory]]:
 
     All or nothing: one invalid or rejected candidate means none is written.
     """
-    cands = validate_candidates(candidates, store.settings, store.guard, now=store.clock.now())
-    return (yield from _write_checked(store, cands))
+    return (yield from _observed_write(store, candidates, single=False))
+
+
+def _observed_write(
+    store: StoreBase, candidates: Candidates, *, single: bool
+) -> Plan[list[Memory]]:
+    """The write path, counted by outcome (``harness_writes``) inside a ``harness.write`` span."""
+    sized = isinstance(candidates, (list, tuple))
+    span = tracing.start("harness.write", {"harness.candidates": len(candidates) if sized else 0})
+    try:
+        cands = validate_candidates(
+            candidates, store.settings, store.guard, single=single, now=store.clock.now()
+        )
+        if cands:
+            span.set_attributes(tracing.identity(cands[0].tenant))
+        written = yield from _write_checked(store, cands)
+    except MemoryRejected as exc:
+        metrics.write_outcome("rejected", rule=exc.rule)
+        tracing.failed(span, exc)
+        raise
+    except ConflictingState as exc:
+        metrics.write_outcome("conflict")
+        tracing.failed(span, exc)
+        raise
+    except BaseException as exc:
+        tracing.failed(span, exc)
+        raise
+    finally:
+        span.end()
+    count_written(written)
+    return written
 
 
 def _write_checked(store: StoreBase, cands: list[MemoryCandidate]) -> Plan[list[Memory]]:
@@ -333,20 +361,39 @@ def recall(store: StoreBase, request: RecallRequest | Mapping[str, Any]) -> Plan
     and returns the connection.
     """
     req = coerce_request(request)
+    span = tracing.start("harness.recall", tracing.identity(req.tenant, req.user_id))
     try:
-        return (yield from _recall(store, req))
-    except Exception as exc:  # the host run must go on without memory, whatever failed
-        return recall_failed(req, exc)
+        try:
+            result = yield from _recall(store, req, span)
+        except Exception as exc:  # the host run must go on without memory, whatever failed
+            metrics.recall_outcome("degraded")
+            tracing.failed(span, exc)
+            return recall_failed(req, exc)
+        outcome = "items" if result.items else "abstained"
+        metrics.recall_outcome(outcome)
+        if span.is_recording():
+            span.set_attribute("harness.outcome", outcome)
+            span.set_attribute("harness.items", len(result.items))
+            span.set_attribute("harness.complete", result.complete)
+        return result
+    finally:
+        span.end()
 
 
-def _recall(store: StoreBase, req: RecallRequest) -> Plan[RecallResult]:
+def _recall(store: StoreBase, req: RecallRequest, span: tracing.Span) -> Plan[RecallResult]:
     now = req.now or store.clock.now()
     cap = store.settings.narrow_scope_cap
+    t0 = time.time_ns()
     qv = yield from _query_vector(store, req.query)
+    t1 = time.time_ns()
     fetched = yield from read(
         "recall", req.tenant, lambda: store.retriever.fetch_op(req, qv, now, cap)
     )
-    return store.retriever.assemble_result(fetched, req, cap)
+    t2 = time.time_ns()
+    result = store.retriever.assemble_result(fetched, req, cap)
+    t3 = time.time_ns()
+    observe_recall(store, req, fetched, span, (t0, t1, t2, t3))
+    return result
 
 
 def _query_vector(store: StoreBase, query: str) -> Plan[list[float] | None]:
@@ -406,11 +453,12 @@ def idempotent(
             f"attempt: a function of write_many, not {type(attempt).__name__}",
             fields=("attempt",),
         )
-    return (
-        yield from request(
-            "idempotent request", _idempotent_op(store, tenant, key, request_sha256, attempt)
-        )
+    answer = yield from request(
+        "idempotent request", _idempotent_op(store, tenant, key, request_sha256, attempt)
     )
+    if answer.outcome is IdempotencyOutcome.CONFLICT:
+        metrics.write_outcome("conflict")
+    return answer
 
 
 def _idempotent_op(
@@ -422,16 +470,22 @@ def _idempotent_op(
     written_tenants = {tenant}
 
     def write_here(candidates: Candidates) -> Op[list[Memory]]:
-        cands = validate_candidates(candidates, store.settings, store.guard, now=store.clock.now())
+        try:
+            cands = validate_candidates(
+                candidates, store.settings, store.guard, now=store.clock.now()
+            )
+        except MemoryRejected as exc:
+            metrics.write_outcome("rejected", rule=exc.rule)
+            raise
         if not cands:
             return []
         written_tenants.update(c.tenant for c in cands)
         pairs = yield Blocking(_embedding(store, cands))
-        return (
-            yield from memory_ops.write_validated(
-                cands, pairs, tenant, store.embedder, store.clock.now()
-            )
+        written = yield from memory_ops.write_validated(
+            cands, pairs, tenant, store.embedder, store.clock.now()
         )
+        count_written(written)
+        return written
 
     answer: Answer = yield Attempt(attempt, write_here)
     if not answer.record:
@@ -462,6 +516,25 @@ def reembed(
     if progress is not None and not callable(progress):
         raise InvalidInput("progress: a function (done, total) or None", fields=("progress",))
     embedder = vectors.require_embedder(store.embedder, store.lexical_reason)
+    span = tracing.start("harness.reembed", {"harness.all_rows": all_rows})
+    try:
+        done = yield from _reembed(store, embedder, batch_size, all_rows, progress)
+        span.set_attribute("harness.embedded", done)
+    except BaseException as exc:
+        tracing.failed(span, exc)
+        raise
+    finally:
+        span.end()
+    return done
+
+
+def _reembed(
+    store: StoreBase,
+    embedder: Embedder,
+    batch_size: int,
+    all_rows: bool,
+    progress: Callable[[int, int], None] | None,
+) -> Plan[int]:
     all_rows, total = yield from in_transaction(
         "reembed prepare", vectors.reembed_prepare(embedder, all_rows=all_rows), admits="owner"
     )
@@ -476,6 +549,7 @@ def reembed(
             return done
         after, count = last
         done += count
+        metrics.reembedded(count)
         if progress:
             progress(done, total)
 

@@ -16,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from harness import metrics
 from harness.clock import Clock, SystemClock
 from harness.errors import StoreUnavailable
 from harness.memory.domain.ranking import RecallConfig
@@ -35,7 +36,7 @@ from harness.memory.store.connect import (
 from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_sync
 from harness.memory.store.migrate import check_schema_current, upgrade_to_head
-from harness.memory.store.ops import cleanups, lessons, listing, memos, runs
+from harness.memory.store.ops import cleanups, lessons, listing, memos, portability, runs
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -161,6 +162,7 @@ class MemoryStore(StoreBase):
         engine = sa.create_engine(full_url, **engine_options(settings, full_url))
         sa.event.listen(engine, "connect", assume_app_role)
         watch_pooled_connections(engine)
+        metrics.watch_pool(engine.pool)
         reads = SyncReads(engine, read_router(settings, read_urls), read_urls, settings)
         try:
             migrate_or_check(engine, full_url, settings, migrate)
@@ -247,6 +249,8 @@ class MemoryStore(StoreBase):
     retirement_proposals = _blocking(lessons.retirement_proposals)
     retire = _blocking(lessons.retire)
     restore = _blocking(lessons.restore)
+    export_memories = _blocking(portability.export_memories)
+    import_memories = _blocking(portability.import_memories)
 
     # --- the executor --------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ round trips, then assemble (pure). The facades drive these; nothing here holds a
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -131,6 +132,14 @@ class Fetched:
     narrow_dropped: list[Ranked]
     lexical_only: bool
     trace: list[TraceEntry] = field(default_factory=list)
+    #: When the relevance judge ran, between the two round trips (``time.time_ns()``).
+    judged_ns: tuple[int, int] = (0, 0)
+
+    def verdicts(self) -> tuple[int, int]:
+        """How many candidates the judge passed and failed (the unjudged not counted)."""
+        passed = len(self.kept) + len(self.narrow_kept)
+        failed = sum(1 for r in self.dropped + self.narrow_dropped if r.judgement is not UNJUDGED)
+        return passed, failed
 
 
 class Retriever:
@@ -272,17 +281,21 @@ class Retriever:
         # One distribution per query: how this query scores against everything readable.
         stats = stats_of(broad + narrow_ranked)
         judge_args: dict[str, Any] = {"threshold": req.relevance_threshold, "stats": stats}
+        judge_start = time.time_ns()
         kept, dropped = fuse(broad, self.ranking, lexical_only=lexical_only, **judge_args)
         narrow_kept, narrow_dropped = fuse(
             narrow_ranked, self.ranking, lexical_only=lexical_only, **judge_args
         )
+        judged_ns = (judge_start, time.time_ns())
         wanted = [r.scored.id for r in kept] + [r.scored.id for r in narrow_kept]
         rows = (
             (yield (sql.recall_rows(**shape), {**params, "narrow_limit": cap + 1, "ids": wanted}))
             .mappings()
             .all()
         )
-        return Fetched(list(rows), kept, dropped, narrow_kept, narrow_dropped, lexical_only, trace)
+        return Fetched(
+            list(rows), kept, dropped, narrow_kept, narrow_dropped, lexical_only, trace, judged_ns
+        )
 
     def assemble_result(self, fetched: Fetched, req: RecallRequest, cap: int) -> RecallResult:
         """Resolve, budget and render what :meth:`fetch_op` read (pure)."""
