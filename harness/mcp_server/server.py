@@ -23,7 +23,14 @@ from harness.errors import HarnessError
 from harness.mcp_server.identity import TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
-from harness.mcp_server.memos import MemoExpired, MemoLimits, MemoNotFound, RecallSets
+from harness.mcp_server.memos import (
+    MemoExpired,
+    MemoLimits,
+    MemoNotFound,
+    MemoOwner,
+    RecallSets,
+    token_key,
+)
 from harness.memory import AsyncMemoryStore
 from harness.memory.domain.caller import Caller
 from harness.memory.domain.recall import RecallResult
@@ -217,6 +224,16 @@ def build_server(
             raise PermissionError("no verified caller")
         return TokenFileVerifier.identity_of(token)
 
+    def owner() -> MemoOwner:
+        """Whose memos a call reaches: the caller's, opened with this very token."""
+        if identity is not None:
+            return MemoOwner.local(identity)
+        token = get_access_token()
+        if token is None:  # the auth middleware refuses such requests before they get here
+            raise PermissionError("no verified caller")
+        # AccessToken.token is the token file's digest of the bearer token (identity.py)
+        return MemoOwner(TokenFileVerifier.identity_of(token), token_key(token.token))
+
     waiting = 0
 
     async def take_slot() -> bool:
@@ -238,7 +255,7 @@ def build_server(
     async def open_memo(tool: str) -> str | None:
         """A new memo's handle, or None (logged) when the memo store is unreachable."""
         try:
-            return await memos.open(caller())
+            return await memos.open(owner())
         except HarnessError as exc:  # the shared memo table is unreachable
             log.warning("%s failed: %s", tool, exc)
             return None
@@ -246,7 +263,7 @@ def build_server(
     async def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
         call = {"name": tool, "arguments": args}
         try:
-            result = await memos.use(memo, caller(), lambda rs: RecallSetTools(rs).answer(call))
+            result = await memos.use(memo, owner(), lambda rs: RecallSetTools(rs).answer(call))
         except (MemoNotFound, MemoExpired) as exc:
             return answer(f"error: {tool}: {exc}", is_error=True)
         except HarnessError as exc:  # the shared memo table is unreachable
@@ -336,7 +353,7 @@ def build_server(
         if result.is_error:
             if opened:  # nothing was saved: do not leave an empty memo behind
                 with contextlib.suppress(HarnessError):
-                    await memos.discard(memo, caller())
+                    await memos.discard(memo, owner())
             return result
         body = json.loads(text_of(result))
         return answer(json.dumps({"memo": memo, **body}))
