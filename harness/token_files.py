@@ -115,8 +115,9 @@ def write_entries(path: Path, key: str, entries: list[dict[str, Any]]) -> None:
 
 
 class WatchedFile(Generic[T]):
-    """``load(path)`` cached until the file's modification time changes: one ``stat`` per
-    call (every request is verified), a re-read only after a change; a missing file is
+    """``load(path)`` cached until the file changes (its modification time, size or inode:
+    two writes within one clock tick share a modification time): one ``stat`` per call
+    (every request is verified), a re-read only after a change; a missing file is
     loaded too (as ``load`` decides, usually empty). A load that raises
     :class:`TokenFileUnreadable` is cached as well: logged once, raised again at every call
     until the file changes."""
@@ -126,7 +127,7 @@ class WatchedFile(Generic[T]):
         self._load = load
         self._value: T | None = None
         self._error: TokenFileUnreadable | None = None
-        self._mtime: int | None = None
+        self._mtime: tuple[int, int, int] | None = None
         self._loaded = False
 
     def current(self) -> T:
@@ -136,7 +137,8 @@ class WatchedFile(Generic[T]):
             TokenFileUnreadable: the file as it is now cannot be used.
         """
         try:
-            mtime: int | None = self.path.stat().st_mtime_ns
+            st = self.path.stat()
+            mtime: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
         except OSError:  # missing (usually no tokens yet) or unreachable: load says which
             mtime = None
         if not self._loaded or mtime != self._mtime or mtime is None:
