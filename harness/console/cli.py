@@ -94,7 +94,7 @@ def console_command(
         host, port = _split_host_port(http)
         settings = Settings.from_env()
         tokens = AdminTokenFile(default_token_path(settings.home))
-        tokens.load()  # a token file that cannot be used is an error now, not a 503 later
+        tokens.check()  # a token file that cannot be used is an error now, not a 503 later
         sock = _listen(host, port)
     except HarnessError as exc:
         raise _fail(exc) from exc

@@ -81,6 +81,11 @@ class AdminTokenFile:
         """
         return self._file.current()
 
+    def check(self) -> None:
+        """Raise :class:`TokenFileUnreadable` unless the file (or its absence) can be used: the
+        console checks before it starts. Read-only; logs nothing."""
+        self._read()
+
     def _read(self) -> dict[str, Admin]:
         return dict(parse_entries(self.path, "admins", _parse_admin))
 
