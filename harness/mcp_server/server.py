@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from harness._version import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InvalidInput
 from harness.mcp_server.identity import TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
@@ -92,6 +92,13 @@ def bad_arguments(tool: str, exc: ValidationError) -> str:
         where = ".".join(str(part) for part in err["loc"]) or "arguments"
         parts.append(f"{where}: {' '.join(str(err['msg']).split())}")
     return f"error: {tool}: {'; '.join(parts)}"
+
+
+def invalid(exc: InvalidInput) -> str:
+    """An input error as one line naming each field (``query: must not contain NUL``)."""
+    if not exc.details:
+        return str(exc)
+    return "; ".join(f"{field}: {' '.join(message.split())}" for field, message in exc.details)
 
 
 class _Server(MCPServer):
@@ -274,15 +281,18 @@ def build_server(
     @server.tool(name="recall_memories", description=RECALL_DESCRIPTION)
     async def recall_memories(query: str) -> CallToolResult:
         who = caller()
-        request = RecallRequest(
-            tenant=who.tenant,
-            user_id=who.user_id,
-            workflow_id=who.workflow_id,
-            query=query[:2000],
-            budget_chars=lim.output_chars - len(HEADER),
-            max_items=lim.max_items,
-            max_item_chars=lim.max_item_chars,
-        )
+        try:
+            request = RecallRequest(
+                tenant=who.tenant,
+                user_id=who.user_id,
+                workflow_id=who.workflow_id,
+                query=query[:2000],
+                budget_chars=lim.output_chars - len(HEADER),
+                max_items=lim.max_items,
+                max_item_chars=lim.max_item_chars,
+            )
+        except InvalidInput as exc:  # the query is the only part the client sends
+            return answer(f"error: recall_memories: {invalid(exc)}", is_error=True)
         result: RecallResult | None = None
         # Cancelling the coroutine (timeout, or a stopping server) cancels its query on the
         # server and returns the connection to the pool: it leaves no work behind.
