@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -223,21 +224,22 @@ def build_server(
     load = RecallLoad()
     drain = drain or Drain()
 
-    def caller() -> Caller:
-        if identity is not None:
-            return identity
+    def verified() -> AccessToken:
         token = get_access_token()
         if token is None:  # the auth middleware refuses such requests before they get here
             raise PermissionError("no verified caller")
-        return TokenFileVerifier.identity_of(token)
+        return token
+
+    def caller() -> Caller:
+        if identity is not None:
+            return identity
+        return TokenFileVerifier.identity_of(verified())
 
     def owner() -> MemoOwner:
         """Whose memos a call reaches: the caller's, opened with this very token."""
         if identity is not None:
             return MemoOwner.local(identity)
-        token = get_access_token()
-        if token is None:  # the auth middleware refuses such requests before they get here
-            raise PermissionError("no verified caller")
+        token = verified()
         # AccessToken.token is the token file's digest of the bearer token (identity.py)
         return MemoOwner(TokenFileVerifier.identity_of(token), token_key(token.token))
 
