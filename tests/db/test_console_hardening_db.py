@@ -120,3 +120,22 @@ def test_a_broken_token_file_answers_503_naming_it_and_is_logged_once(
         assert answer.headers["Content-Security-Policy"]
     causes = [r.getMessage() for r in caplog.records]
     assert len(causes) == 1 and str(tokens.path) in causes[0]
+
+
+def test_an_unexpected_failure_is_a_plain_500_page_with_the_security_headers(
+    store: MemoryStore, tokens: AdminTokenFile, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.console.backend import ConsoleBackend
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals of the failure")
+
+    monkeypatch.setattr(ConsoleBackend, "status", broken)
+    app = build_console_app(store, tokens)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        sign_in(client, tokens.add("alice", [tenant]))
+        answer = client.get("/status")
+    assert answer.status_code == 500
+    assert "secret internals" not in answer.text and "Traceback" not in answer.text
+    for header in HEADERS:
+        assert answer.headers.get(header), header
