@@ -3,7 +3,10 @@
 Identity strings are tenants, scope ids, user/workflow/session ids, keys, approvers and token
 identities. They are compared byte for byte in SQL, so ``"alice "`` and ``"alice"`` would be two
 users: instead of silently normalising (which made a padded tenant read another tenant's
-memories), anything ambiguous is refused with :class:`InvalidInput` naming the field.
+memories), anything ambiguous is refused with :class:`InvalidInput` naming the field. That
+includes what a reader cannot see: ``"alice\u200b"`` would show as ``alice`` in the console, so
+every character that renders as nothing (format controls, fillers, variation selectors), every
+space but U+0020, and a combining mark with no letter before it are refused too.
 
 Pure functions, no IO.
 """
@@ -22,6 +25,7 @@ __all__ = [
     "check_optional_identifier",
     "check_text",
     "identifier_problem",
+    "invisible",
     "text_problem",
 ]
 
@@ -30,8 +34,42 @@ MAX_IDENTIFIER = 200
 # a ceiling checked before any validator walks the text.
 MAX_CONTENT_CEILING = 100_000
 
-# Control characters, lone surrogates, and the line/paragraph separators (which split lines).
-_FORBIDDEN_IN_IDENTIFIER = frozenset({"Cc", "Cs", "Zl", "Zp"})
+# Every "other" category: controls, format characters (zero-width, joiners, bidi controls,
+# BOM, soft hyphen, tags), lone surrogates, private use (no standard glyph), unassigned; and the
+# line/paragraph separators (which split lines).
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_MARKS = frozenset({"Mn", "Mc", "Me"})
+
+# Characters of letter, mark or symbol categories that render as nothing: Unicode's
+# Other_Default_Ignorable_Code_Point and Variation_Selector properties (together with Cf they
+# make Default_Ignorable_Code_Point, which unicodedata does not expose), and the blank fillers
+# outside that property. Ranges are inclusive.
+_INVISIBLE_RANGES = (
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x115F, 0x1160),  # Hangul choseong / jungseong fillers
+    (0x17B4, 0x17B5),  # Khmer inherent vowels
+    (0x180B, 0x180D),  # Mongolian free variation selectors
+    (0x180F, 0x180F),
+    (0x2065, 0x2065),
+    (0x2800, 0x2800),  # braille pattern blank
+    (0x3164, 0x3164),  # Hangul filler
+    (0xFE00, 0xFE0F),  # variation selectors
+    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
+    (0xFFF0, 0xFFF8),
+    (0x16FE4, 0x16FE4),  # Khitan small script filler
+    (0xE0000, 0xE0FFF),  # tags and variation selectors 17-256
+)
+
+
+def invisible(char: str) -> bool:
+    """True when ``char`` renders as nothing (or as a blank) on its own: a control, format or
+    unassigned character, a separator or space other than U+0020, a filler, a variation
+    selector. Pure."""
+    category = unicodedata.category(char)
+    if category in _FORBIDDEN_CATEGORIES or (category == "Zs" and char != " "):
+        return True
+    code = ord(char)
+    return any(low <= code <= high for low, high in _INVISIBLE_RANGES)
 
 
 def identifier_problem(value: Any, *, max_length: int = MAX_IDENTIFIER) -> str | None:
@@ -45,9 +83,18 @@ def identifier_problem(value: Any, *, max_length: int = MAX_IDENTIFIER) -> str |
     if value != value.strip():
         return "must not start or end with whitespace"
     for char in value:
-        if unicodedata.category(char) in _FORBIDDEN_IN_IDENTIFIER:
-            return f"must not contain control characters or surrogates (found U+{ord(char):04X})"
+        if invisible(char):
+            return (
+                "must not contain control, invisible or blank characters "
+                f"(found U+{ord(char):04X} {_name(char)})"
+            )
+    if unicodedata.category(value[0]) in _MARKS:
+        return f"must not start with a combining mark (found U+{ord(value[0]):04X})"
     return None
+
+
+def _name(char: str) -> str:
+    return unicodedata.name(char, "unnamed " + unicodedata.category(char))
 
 
 def text_problem(value: Any) -> str | None:
@@ -67,7 +114,8 @@ def check_identifier(value: Any, field: str, *, max_length: int = MAX_IDENTIFIER
 
     Raises:
         InvalidInput: naming ``field`` (not a string, empty, too long, padded with whitespace,
-            or holding control characters, NUL or lone surrogates).
+            holding a control, invisible or blank character (see :func:`invisible`), NUL or a
+            lone surrogate, or starting with a combining mark).
     """
     problem = identifier_problem(value, max_length=max_length)
     if problem is not None:

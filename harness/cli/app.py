@@ -536,6 +536,8 @@ def mcp(
             workflow or settings.mcp_workflow,
         )
     )
+    if config is not None:
+        _check_token_file(config)
     sock = None
     if config is not None:
         sock, config = _bind(config)
@@ -564,6 +566,16 @@ def mcp(
     finally:
         if sock is not None:
             sock.close()
+
+
+def _check_token_file(config: ServeConfig) -> None:
+    """A bearer-token file that cannot be used is one error line before anything starts."""
+    from harness.mcp_server import TokenFile
+
+    try:
+        TokenFile(config.tokens).check()
+    except HarnessError as exc:
+        raise _fail(exc) from exc
 
 
 def _exit_after_signal(stop: SystemExit) -> NoReturn:
@@ -791,7 +803,7 @@ def demo(url: UrlOption = None) -> None:
 
 from harness.console.cli import register as _register_console  # noqa: E402
 
-_register_console(app)
+_register_console(app, release_embedded)
 
 from harness.cli.lessons import lessons_app  # noqa: E402
 

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -32,7 +33,8 @@ from harness.console.backend import (
 from harness.console.chart import ORIGIN_COLOURS, layout_chart
 from harness.console.present import relevance_label, when
 from harness.console.sessions import COOKIE_NAME, Session, SessionStore
-from harness.console.tokens import Admin, AdminTokenFile
+from harness.console.signin import SignInThrottle
+from harness.console.tokens import Admin, AdminTokenFile, TokenFileUnreadable
 from harness.console.web import (
     base_path,
     cookie_path,
@@ -77,10 +79,17 @@ Handler = Callable[[Request, Ctx], Awaitable[Response]]
 class Console:
     """State shared by the routes: backend, admin tokens, sessions, templates."""
 
-    def __init__(self, backend: ConsoleBackend, tokens: AdminTokenFile, sessions: SessionStore):
+    def __init__(
+        self,
+        backend: ConsoleBackend,
+        tokens: AdminTokenFile,
+        sessions: SessionStore,
+        throttle: SignInThrottle,
+    ):
         self.backend = backend
         self.tokens = tokens
         self.sessions = sessions
+        self.throttle = throttle
         env = Environment(loader=PackageLoader("harness.console", "templates"), autoescape=True)
         env.globals["Scope"] = Scope
         env.globals["Kind"] = Kind
@@ -116,6 +125,29 @@ class Console:
             request, "error.html", ctx, status_code=status, status=status, message=message
         )
 
+    def tokens_broken(self, request: Request, exc: TokenFileUnreadable) -> Response:
+        """503 while the token file cannot be used (the cause is logged once per change)."""
+        return self.error(
+            request,
+            None,
+            503,
+            f"The console's token file ({exc.path.name}) cannot be used, so nobody can sign "
+            "in; an operator must fix it (the server log says what is wrong).",
+        )
+
+    async def routing_error(self, request: Request, exc: Exception) -> Response:
+        """Routing's own 404 and 405 as console pages, with the console's headers."""
+        assert isinstance(exc, HTTPException)
+        message = "Not found." if exc.status_code == 404 else str(exc.detail)
+        response = self.error(request, None, exc.status_code, message)
+        for name, value in (exc.headers or {}).items():  # 405 keeps its Allow header
+            response.headers[name] = value
+        return response
+
+    async def server_error(self, request: Request, exc: Exception) -> Response:
+        """An unexpected failure: a plain console page (the traceback goes to the log)."""
+        return self.error(request, None, 500, "Something went wrong; the server log has details.")
+
     # --- guards --------------------------------------------------------------------------------
 
     def guarded(
@@ -125,7 +157,10 @@ class Console:
 
         async def endpoint(request: Request) -> Response:
             session = self.sessions.get(request.cookies.get(COOKIE_NAME))
-            admin = self.tokens.admin_by_hash(session.token_sha256) if session else None
+            try:
+                admin = self.tokens.admin_by_hash(session.token_sha256) if session else None
+            except TokenFileUnreadable as exc:
+                return self.tokens_broken(request, exc)
             if session is None or admin is None:
                 if request.method == "GET":
                     return harden(RedirectResponse(f"{base_path(request)}/login", status_code=303))
@@ -167,6 +202,17 @@ class Console:
         return response
 
     async def login(self, request: Request) -> Response:
+        address = request.client.host if request.client else "unknown"
+        wait = self.throttle.retry_after(address)
+        if wait is not None:  # refused before the token is even looked at
+            response = self.error(
+                request,
+                None,
+                429,
+                f"Too many failed sign-ins from this address; try again in {wait} s.",
+            )
+            response.headers["Retry-After"] = str(wait)
+            return response
         form = await request.form()
         expected = request.cookies.get(LOGIN_COOKIE, "")
         if not expected or not csrf_ok(form, expected):
@@ -174,8 +220,12 @@ class Console:
                 request, None, 403, "The sign-in form is stale; reload the page and try again."
             )
         token = form.get("token")
-        admin = self.tokens.verify(token) if isinstance(token, str) else None
+        try:
+            admin = self.tokens.verify(token) if isinstance(token, str) else None
+        except TokenFileUnreadable as exc:
+            return self.tokens_broken(request, exc)
         if admin is None:
+            self.throttle.failed(address)
             nonce = secrets.token_urlsafe(24)
             response = self.render(
                 request,
@@ -189,6 +239,7 @@ class Console:
             return response
         from harness.console.tokens import hash_token
 
+        self.throttle.succeeded(address)
         session = self.sessions.open(hash_token(token.strip()))  # type: ignore[union-attr]
         response = harden(RedirectResponse(f"{base_path(request)}/", status_code=303))
         set_cookie(request, response, COOKIE_NAME, session.sid, max_age=None)
@@ -415,13 +466,20 @@ def build_console_app(
     *,
     sessions: SessionStore | None = None,
     session_lifetime: timedelta = timedelta(hours=8),
+    signin: SignInThrottle | None = None,
 ) -> Starlette:
     """The console as a Starlette app over ``store``, admins from ``tokens``.
 
-    No IO at construction. Sessions live in this process's memory (sign in again after a
-    restart). Mount it anywhere: links follow the mount's ``root_path``.
+    No IO at construction. Sessions and sign-in failure counts (``signin``, default: the
+    default :class:`~harness.console.signin.SignInPolicy`) live in this process's memory (sign in again after a restart). Mount it anywhere:
+    links follow the mount's ``root_path``.
     """
-    c = Console(ConsoleBackend(store), tokens, sessions or SessionStore(session_lifetime))
+    c = Console(
+        ConsoleBackend(store),
+        tokens,
+        sessions or SessionStore(session_lifetime),
+        signin or SignInThrottle(),
+    )
     g = c.guarded
     routes = [
         Route("/login", c.login_form, methods=["GET"]),
@@ -441,7 +499,10 @@ def build_console_app(
         # Prometheus scrapes without signing in: the labels name no tenant (docs/operations.md).
         Route("/metrics", _metrics, methods=["GET"]),
     ]
-    return Starlette(routes=routes)
+    return Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: c.routing_error, Exception: c.server_error},
+    )
 
 
 async def _metrics(request: Request) -> Response:

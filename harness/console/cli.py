@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,6 +13,11 @@ from rich.markup import escape
 
 from harness.errors import HarnessError, InvalidInput
 from harness.logs import connect_or_fail
+from harness.shutdown import exit_on_signals
+
+if TYPE_CHECKING:
+    from harness.console.tokens import AdminTokenFile
+    from harness.settings import Settings
 
 __all__ = ["register"]
 
@@ -44,6 +50,15 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from None
 
 
+def _release_nothing(home: Path) -> object:
+    return None
+
+
+#: Gives this process's handle on the embedded server back (set by :func:`register`: only the
+#: command line may touch the embedded server).
+_release_embedded: Callable[[Path], object] = _release_nothing
+
+
 def console_command(
     http: Annotated[
         str,
@@ -69,45 +84,74 @@ def console_command(
 ) -> None:
     """Serve the admin web console.
 
-    Sign in with a token from `harness-memory console-token`.
+    Sign in with a token from `harness-memory console-token`. SIGTERM or SIGINT stops it
+    and releases the store (and the embedded server, when it was the last user).
     """
-    import uvicorn
-
-    from harness.console import AdminTokenFile, build_console_app, default_token_path
-    from harness.memory import MemoryStore
+    from harness.console import AdminTokenFile, default_token_path
     from harness.settings import Settings
 
     try:
         host, port = _split_host_port(http)
         settings = Settings.from_env()
+        tokens = AdminTokenFile(default_token_path(settings.home))
+        tokens.check()  # a token file that cannot be used is an error now, not a 503 later
         sock = _listen(host, port)
     except HarnessError as exc:
         raise _fail(exc) from exc
+    embedded = (url or settings.database_url_value) is None
+
+    def release() -> None:
+        if embedded:
+            _release_embedded(settings.home)
+
+    # uvicorn handles SIGTERM/SIGINT while it serves and raises the signal again once it has
+    # stopped: here that unwinds (store closed, embedded server released) instead of ending
+    # the process with its PostgreSQL still running.
+    with exit_on_signals(last_resort=release):
+        try:
+            _serve(tokens, url, settings, sock, host, ssl_certfile, ssl_keyfile)
+        finally:
+            sock.close()
+            release()
+
+
+def _serve(
+    tokens: AdminTokenFile,
+    url: str | None,
+    settings: Settings,
+    sock: socket.socket,
+    host: str,
+    ssl_certfile: Path | None,
+    ssl_keyfile: Path | None,
+) -> None:
+    """Open the store and serve on ``sock`` until uvicorn stops; the store is closed after."""
+    import uvicorn
+
+    from harness.console import build_console_app
+    from harness.memory import MemoryStore
+
     try:
         with connect_or_fail():
             store = MemoryStore.connect(url, settings=settings)
     except HarnessError as exc:
-        sock.close()
         raise _fail(exc) from exc
-    port = sock.getsockname()[1]
-    path = default_token_path(settings.home)
-    if not path.exists():
-        console.print(
-            f"[yellow]no admin tokens yet ({path}):[/yellow] mint one with "
-            "`harness-memory console-token --name NAME --tenant TENANT`"
-        )
-    scheme = "https" if ssl_certfile else "http"
-    console.print(f"console at {scheme}://{host}:{port}/")
-    config = uvicorn.Config(
-        build_console_app(store, AdminTokenFile(path)),
-        log_level="warning",
-        ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
-        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
-    )
     try:
+        port = sock.getsockname()[1]
+        if not tokens.path.exists():
+            console.print(
+                f"[yellow]no admin tokens yet ({tokens.path}):[/yellow] mint one with "
+                "`harness-memory console-token --name NAME --tenant TENANT`"
+            )
+        scheme = "https" if ssl_certfile else "http"
+        console.print(f"console at {scheme}://{host}:{port}/")
+        config = uvicorn.Config(
+            build_console_app(store, tokens),
+            log_level="warning",
+            ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
+            ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
+        )
         uvicorn.Server(config).run(sockets=[sock])
     finally:
-        sock.close()
         store.close()
 
 
@@ -139,7 +183,11 @@ def console_token_command(
     console.print(token, soft_wrap=True)
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``console`` and ``console-token`` to the main CLI."""
+def register(app: typer.Typer, release_embedded: Callable[[Path], object] | None = None) -> None:
+    """Add ``console`` and ``console-token`` to the main CLI; ``release_embedded`` gives a
+    stopping console's handle on the embedded server back (the command line owns it)."""
+    global _release_embedded
+    if release_embedded is not None:
+        _release_embedded = release_embedded
     app.command("console")(console_command)
     app.command("console-token")(console_token_command)

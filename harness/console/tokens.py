@@ -6,11 +6,27 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import InvalidInput
-from harness.token_files import WatchedFile, hash_token, mint_token, read_entries, write_entries
+from harness.identifiers import check_identifier
+from harness.token_files import (
+    TokenFileUnreadable,
+    WatchedFile,
+    hash_token,
+    mint_token,
+    parse_entries,
+    write_entries,
+)
 
-__all__ = ["ENV_TOKENS", "Admin", "AdminTokenFile", "default_token_path", "hash_token"]
+__all__ = [
+    "ENV_TOKENS",
+    "Admin",
+    "AdminTokenFile",
+    "TokenFileUnreadable",
+    "default_token_path",
+    "hash_token",
+]
 
 #: Environment variable naming the console's token file (default: ``$HARNESS_HOME/console-tokens.json``).
 ENV_TOKENS = "HARNESS_CONSOLE_TOKENS"
@@ -24,10 +40,14 @@ class Admin:
     tenants: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if not self.name.strip():
+        # The name is the approver in the audit: an identity string like any other.
+        if not isinstance(self.name, str) or not self.name.strip():
             raise InvalidInput("name: an admin needs a name", fields=("name",))
-        if not self.tenants or any(not t.strip() for t in self.tenants):
+        check_identifier(self.name, "name")
+        if not self.tenants or any(not isinstance(t, str) or not t.strip() for t in self.tenants):
             raise InvalidInput("tenant: an admin needs at least one tenant", fields=("tenant",))
+        for tenant in self.tenants:
+            check_identifier(tenant, "tenant")
 
     def may_see(self, tenant: str) -> bool:
         """True when ``tenant`` is one of the admin's tenants."""
@@ -53,14 +73,21 @@ class AdminTokenFile:
         self._file = WatchedFile(path, lambda _: self._read())
 
     def load(self) -> dict[str, Admin]:
-        """Hash -> admin. A missing file means no admins."""
+        """Hash -> admin. A missing file means no admins.
+
+        Raises:
+            TokenFileUnreadable: the file cannot be read or an entry is malformed (logged
+                once per change of the file).
+        """
         return self._file.current()
 
+    def check(self) -> None:
+        """Raise :class:`TokenFileUnreadable` unless the file (or its absence) can be used: the
+        console checks before it starts. Read-only; logs nothing."""
+        self._read()
+
     def _read(self) -> dict[str, Admin]:
-        return {
-            entry["sha256"]: Admin(entry["name"], tuple(entry["tenants"]))
-            for entry in read_entries(self.path, "admins")
-        }
+        return dict(parse_entries(self.path, "admins", _parse_admin))
 
     def verify(self, token: str) -> Admin | None:
         """The admin a presented token belongs to, or None."""
@@ -88,3 +115,12 @@ class AdminTokenFile:
         )
         write_entries(self.path, "admins", entries)
         return token
+
+
+def _parse_admin(entry: dict[str, Any]) -> tuple[str, Admin]:
+    digest, tenants = entry["sha256"], entry["tenants"]
+    if not isinstance(digest, str) or len(digest) != 64:
+        raise ValueError("sha256: not a SHA-256 digest")
+    if not isinstance(tenants, list):
+        raise ValueError("tenants: not a list")
+    return digest, Admin(entry["name"], tuple(tenants))

@@ -1,22 +1,24 @@
 """Serving the MCP server over streamable HTTP: address parsing, the uvicorn config with a
 header read timeout and a shutdown grace period, a uvicorn server that ends the calls in flight
-when it stops, and logging of authentication failures."""
+when it stops, logging of authentication failures, and a 503 while the token file is broken."""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from harness.errors import InvalidInput
+from harness.token_files import TokenFileUnreadable
 
 __all__ = [
     "BEARER_CHALLENGE",
@@ -24,6 +26,7 @@ __all__ = [
     "DrainingServer",
     "HeaderTimeoutH11Protocol",
     "HttpOptions",
+    "TokenFileGate",
     "listening_socket",
     "parse_http_address",
     "uvicorn_config",
@@ -174,6 +177,49 @@ class AuthFailureLog:
             await send(message)
 
         await self.app(scope, receive, watch)
+
+
+class TokenProblems(Protocol):
+    """What :class:`TokenFileGate` asks: why the token file cannot be used, or None."""
+
+    def problem(self) -> TokenFileUnreadable | None: ...
+
+
+class TokenFileGate:
+    """ASGI middleware answering 503 (JSON, ``"code": "token_file_unreadable"``, naming the
+    file by its name) to every request of ``paths`` while the bearer-token file cannot be used,
+    instead of a 500 with a traceback per request; the cause is logged once per change of the
+    file (by the file's watcher). Other paths (health, ingest) do not depend on the file."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenProblems, paths: tuple[str, ...] = ("/mcp",)):
+        self.app = app
+        self.tokens = tokens
+        self.paths = paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path", "").rstrip("/") in self.paths:
+            problem = self.tokens.problem()
+            if problem is not None:
+                body = json.dumps(
+                    {
+                        "error": f"the server's bearer-token file ({problem.path.name}) cannot "
+                        "be used; every MCP request is refused until an operator fixes it",
+                        "code": "token_file_unreadable",
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 503,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 class DrainingServer(uvicorn.Server):

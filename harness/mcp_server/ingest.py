@@ -1,29 +1,77 @@
-"""``POST /v1/memories``: the keyed, idempotent write path for trusted services."""
+"""``POST /v1/memories``: the keyed, idempotent write path for trusted services.
+
+A store failure answers 503 with a stable ``code`` and no driver text (which named lock
+timeouts and pool sizes): ``store_busy`` (a lock or a connection was not free in time, or the
+database could not be reached) carries ``Retry-After`` and ``"retryable": true``;
+``store_failed`` (misconfiguration, another model's vectors, a database error) does not. The
+cause goes to the server log, once per failed request.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
+import logging
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from harness.errors import EmbeddingModelMismatch, InvalidInput, MemoryRejected, StoreError
+from harness.errors import (
+    EmbeddingModelMismatch,
+    InvalidInput,
+    MemoryRejected,
+    StoreError,
+    StoreMisconfigured,
+    StoreUnavailable,
+)
 from harness.identifiers import identifier_problem
 from harness.memory import AsyncMemoryStore, AsyncWriteMany
 from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.domain.types import Memory, MemoryCandidate
 
-__all__ = ["IngestHandler"]
+__all__ = ["RETRY_AFTER_S", "IngestHandler", "store_failure"]
+
+log = logging.getLogger(__name__)
 
 MAX_BODY = 1_000_000
 MAX_BATCH = 500
+#: What a 503 for a busy store asks the client to wait before retrying, in seconds: about
+#: the lock timeout (2 s by default), the longest a waiting write was held.
+RETRY_AFTER_S = 2
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def store_failure(exc: StoreError | EmbeddingModelMismatch) -> JSONResponse:
+    """The 503 for a write the store could not take, the cause logged (never in the body)."""
+    if isinstance(exc, StoreUnavailable):
+        log.warning("ingest answered 503 store_busy (retry in %d s): %s", RETRY_AFTER_S, exc)
+        return JSONResponse(
+            {
+                "error": "the memory store is busy or unreachable; nothing was written, "
+                f"retry in {RETRY_AFTER_S} s (with the same Idempotency-Key)",
+                "code": "store_busy",
+                "retryable": True,
+            },
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
+    misconfigured = isinstance(exc, StoreMisconfigured | EmbeddingModelMismatch)
+    log.error("ingest answered 503 store_failed: %s", exc)
+    return JSONResponse(
+        {
+            "error": f"the memory store {'is misconfigured' if misconfigured else 'failed'}; "
+            "nothing was written, and a retry "
+            "will not help until an operator acts (the server log has the cause)",
+            "code": "store_failed",
+            "retryable": False,
+        },
+        status_code=503,
+    )
 
 
 class IngestHandler:
@@ -74,7 +122,7 @@ class IngestHandler:
         try:
             return await self._write(candidates, key, digest)
         except (StoreError, EmbeddingModelMismatch) as exc:
-            return _error(503, f"memory store unavailable: {exc}")
+            return store_failure(exc)
 
     async def _write(
         self, candidates: list[MemoryCandidate], key: str | None, digest: str

@@ -4,9 +4,10 @@ One server process keeps its memos in memory (:class:`LocalMemoBook`, nothing wr
 anywhere). Several worker processes behind one port cannot: a caller's next request may land
 on another worker, so they share the memos through the database
 (:class:`~harness.mcp_server.memo_pg.PostgresMemoBook`). Both keep the same rules
-(:class:`~harness.mcp_server.memos.MemoLimits`): a handle opens a memo only for the caller
-that opened it, idle memos expire, a caller's least recently used memo closes past the cap, and
-an ended memo says why.
+(:class:`~harness.mcp_server.memos.MemoLimits`): a handle opens a memo only for its owner (the
+caller that opened it, with the same token: :class:`~harness.mcp_server.memos.MemoOwner`), idle
+memos expire, an owner's least recently used memo closes past the cap, and an ended memo says
+why.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from harness.mcp_server.memos import MemoLimits, RecallSets
-from harness.memory.domain.caller import Caller
+from harness.mcp_server.memos import MemoLimits, MemoOwner, RecallSets
 from harness.recallset import RecallSet
 
 __all__ = ["LocalMemoBook", "MemoBook"]
@@ -31,28 +31,29 @@ class MemoBook(Protocol):
         """The per-caller limits this book enforces."""
         ...
 
-    async def open(self, caller: Caller) -> str:
-        """Mint a handle for a new, empty memo of ``caller``. Not idempotent; may close the
-        caller's least recently used memo (over the cap) and expire idle ones."""
+    async def open(self, owner: MemoOwner) -> str:
+        """Mint a handle for a new, empty memo of ``owner``. Not idempotent; may close the
+        owner's least recently used memo (over the cap) and expire idle ones."""
         ...
 
-    async def use(self, handle: str, caller: Caller, action: Callable[[RecallSet], T]) -> T:
-        """Run ``action`` on ``caller``'s memo ``handle`` and keep what it changed; refreshes
+    async def use(self, handle: str, owner: MemoOwner, action: Callable[[RecallSet], T]) -> T:
+        """Run ``action`` on ``owner``'s memo ``handle`` and keep what it changed; refreshes
         the memo's idle timer. Calls on one memo run one at a time.
 
         Raises:
-            MemoExpired: the memo was this caller's but has ended (idle, or closed by the cap).
-            MemoNotFound: never opened by this caller (including another caller's handle).
+            MemoExpired: the memo was this owner's but has ended (idle, or closed by the cap).
+            MemoNotFound: never opened by this owner (including another caller's handle, or
+                one opened with another token of the same caller).
         """
         ...
 
-    async def discard(self, handle: str, caller: Caller) -> None:
-        """Forget ``caller``'s memo ``handle`` without a trace (an open that did not take).
+    async def discard(self, handle: str, owner: MemoOwner) -> None:
+        """Forget ``owner``'s memo ``handle`` without a trace (an open that did not take).
         Idempotent."""
         ...
 
-    async def open_count(self, caller: Caller | None = None) -> int:
-        """Open memos (of one caller, or of all); for status and tests."""
+    async def open_count(self, owner: MemoOwner | None = None) -> int:
+        """Open memos (of one owner, or of all); for status and tests."""
         ...
 
 
@@ -66,15 +67,15 @@ class LocalMemoBook:
     def limits(self) -> MemoLimits:
         return self.recallsets.limits
 
-    async def open(self, caller: Caller) -> str:
-        handle, _ = self.recallsets.open(caller)
+    async def open(self, owner: MemoOwner) -> str:
+        handle, _ = self.recallsets.open(owner)
         return handle
 
-    async def use(self, handle: str, caller: Caller, action: Callable[[RecallSet], T]) -> T:
-        return action(self.recallsets.get(handle, caller))
+    async def use(self, handle: str, owner: MemoOwner, action: Callable[[RecallSet], T]) -> T:
+        return action(self.recallsets.get(handle, owner))
 
-    async def discard(self, handle: str, caller: Caller) -> None:
-        self.recallsets.discard(handle, caller)
+    async def discard(self, handle: str, owner: MemoOwner) -> None:
+        self.recallsets.discard(handle, owner)
 
-    async def open_count(self, caller: Caller | None = None) -> int:
-        return self.recallsets.open_count(caller)
+    async def open_count(self, owner: MemoOwner | None = None) -> int:
+        return self.recallsets.open_count(owner)

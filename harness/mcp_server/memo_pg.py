@@ -4,8 +4,9 @@ The same rules as the in-process book (:class:`~harness.mcp_server.memos.RecallS
 in the UNLOGGED table ``mcp_memos`` (migration 0008) instead of process memory: a caller's next
 request may land on another worker. Each call is one named store operation (``memo_open``,
 ``memo_use``, ``memo_discard``, ``memo_count``): one transaction on the primary, under the
-tenant's row-level security, serialised with the caller's other memo calls. A row holds the
-SHA-256 of its handle (never the handle) and the memo's
+tenant's row-level security, serialised with the owner's other memo calls. A row holds the
+SHA-256 of its handle (never the handle), the owner's caller and :func:`~harness.mcp_server.memos.token_key`
+of its token (never the token), and the memo's
 :meth:`~harness.recallset.RecallSet.to_state` as JSON text.
 """
 
@@ -19,6 +20,7 @@ from typing import TypeVar, cast
 
 from harness.mcp_server.memos import (
     MemoLimits,
+    MemoOwner,
     cap_reason,
     idle_reason,
     memo_expired,
@@ -26,7 +28,6 @@ from harness.mcp_server.memos import (
     mint_handle,
 )
 from harness.memory import AsyncMemoryStore
-from harness.memory.domain.caller import Caller
 from harness.memory.domain.memos import MemoPolicy
 from harness.recallset import RecallSet
 
@@ -128,39 +129,42 @@ class PostgresMemoBook:
     def _now(self) -> float:
         return float(self._clock())
 
-    async def open(self, caller: Caller) -> str:
-        """Mint a handle for a new, empty memo of ``caller`` (one transaction). Not
-        idempotent; ends the caller's idle memos and closes its least recently used over the
+    async def open(self, owner: MemoOwner) -> str:
+        """Mint a handle for a new, empty memo of ``owner`` (one transaction). Not
+        idempotent; ends the owner's idle memos and closes its least recently used over the
         cap, and sweeps abandoned rows of the tenant (see the class)."""
         handle = mint_handle()
         state = dump_state(RecallSet(max_items=self._limits.max_items))
         now = self._now()
         sweep_before = now - self._limits.idle_s - self.retention_s
         await self.store.memo_open(
-            caller,
+            owner.caller,
             handle_digest(handle),
             state,
+            token=owner.token,
             now=now,
             policy=memo_policy(self._limits),
             sweep_before=sweep_before,
         )
         return handle
 
-    async def use(self, handle: str, caller: Caller, action: Callable[[RecallSet], T]) -> T:
-        """Run ``action`` on ``caller``'s memo ``handle`` in one transaction holding the row
+    async def use(self, handle: str, owner: MemoOwner, action: Callable[[RecallSet], T]) -> T:
+        """Run ``action`` on ``owner``'s memo ``handle`` in one transaction holding the row
         (calls on one memo, from any worker, run one at a time) and store what it changed;
         restarts the memo's idle timer.
 
         Raises:
-            MemoExpired: the memo was this caller's but has ended (idle, or closed by the cap);
+            MemoExpired: the memo was this owner's but has ended (idle, or closed by the cap);
                 an idle memo's end is committed before this is raised.
-            MemoNotFound: never opened by this caller (including another caller's handle).
+            MemoNotFound: never opened by this owner (including another caller's handle, or
+                one opened with another token of the same caller).
             Exception: whatever ``action`` raised (its changes are not stored).
         """
         used = await self.store.memo_use(
-            caller,
+            owner.caller,
             handle_digest(handle),
             editing(action),
+            token=owner.token,
             now=self._now(),
             policy=memo_policy(self._limits),
         )
@@ -173,12 +177,16 @@ class PostgresMemoBook:
             raise used.error
         return cast(T, used.value)
 
-    async def discard(self, handle: str, caller: Caller) -> None:
-        """Delete ``caller``'s memo ``handle`` unless it has ended (an ended memo keeps
+    async def discard(self, handle: str, owner: MemoOwner) -> None:
+        """Delete ``owner``'s memo ``handle`` unless it has ended (an ended memo keeps
         saying why, as in process). Idempotent."""
-        await self.store.memo_discard(caller, handle_digest(handle))
+        await self.store.memo_discard(owner.caller, handle_digest(handle), token=owner.token)
 
-    async def open_count(self, caller: Caller | None = None) -> int:
-        """Open memos (not ended, not idle longer than ``idle_s``) of one caller, or of every
-        caller of every tenant (a maintenance transaction). Read-only."""
-        return await self.store.memo_count(caller, now=self._now(), idle_s=self._limits.idle_s)
+    async def open_count(self, owner: MemoOwner | None = None) -> int:
+        """Open memos (not ended, not idle longer than ``idle_s``) of one owner, or of every
+        owner of every tenant (a maintenance transaction). Read-only."""
+        if owner is None:
+            return await self.store.memo_count(now=self._now(), idle_s=self._limits.idle_s)
+        return await self.store.memo_count(
+            owner.caller, token=owner.token, now=self._now(), idle_s=self._limits.idle_s
+        )

@@ -1,14 +1,16 @@
-"""RecallSet memos for MCP clients, addressed by opaque handles and bound to the caller.
+"""RecallSet memos for MCP clients, addressed by opaque handles and bound to their owner.
 
 The stateless MCP protocol (2026-07-28) has no session: every request stands alone, so a
 memo cannot hang off a connection. Instead ``recallset_open`` (or the first
 ``recallset_add``) mints a handle and every RecallSet tool names it. A handle is
 ``secrets.token_urlsafe`` (128 bits), so it cannot be guessed, and it only opens a memo for
-the caller that opened it: any other caller gets "not found", exactly as for a made-up handle.
+its owner, the caller that opened it with the same bearer token (:class:`MemoOwner`): any other
+caller, or the same user with another token, gets "not found", exactly as for a made-up handle.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
@@ -25,15 +27,42 @@ __all__ = [
     "MemoExpired",
     "MemoLimits",
     "MemoNotFound",
+    "MemoOwner",
     "RecallSets",
     "cap_reason",
     "idle_reason",
     "memo_expired",
     "memo_not_found",
     "mint_handle",
+    "token_key",
 ]
 
 HANDLE_PREFIX = "memo_"
+
+
+def token_key(token_sha256: str) -> str:
+    """What a memo keeps of the bearer token that opened it: a SHA-256 of the token file's
+    digest under a label of its own, so the memo table holds neither the token nor the value
+    the token file checks it against."""
+    return hashlib.sha256(b"harness-memo-owner\x1f" + token_sha256.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class MemoOwner:
+    """Whom a memo belongs to: the verified caller and the credential it came with.
+
+    ``token`` is :func:`token_key` of the bearer token over HTTP, so a second token of the
+    same tenant and user never reaches the memo (nor anyone once the first token is revoked:
+    it no longer verifies); over stdio it is "" (one launch configuration, one agent).
+    """
+
+    caller: Caller
+    token: str
+
+    @classmethod
+    def local(cls, caller: Caller) -> MemoOwner:
+        """The owner over stdio, where the launch configuration is the only credential."""
+        return cls(caller, "")
 
 
 class MemoNotFound(HarnessError):
@@ -106,10 +135,10 @@ class _Caller:
 
 
 class RecallSets:
-    """All open memos of one server process, grouped by caller.
+    """All open memos of one server process, grouped by owner (caller and token).
 
     Memos idle longer than ``idle_s`` expire; opening more than ``max_memos_per_caller``
-    drops that caller's least recently used memo. Nothing here is written anywhere. Safe to
+    drops that owner's least recently used memo. Nothing here is written anywhere. Safe to
     call from several threads.
     """
 
@@ -118,15 +147,15 @@ class RecallSets:
     ):
         self.limits = limits or MemoLimits()
         self._clock = clock
-        self._callers: dict[Caller, _Caller] = {}
+        self._callers: dict[MemoOwner, _Caller] = {}
         self._lock = threading.Lock()
 
-    def open(self, caller: Caller) -> tuple[str, RecallSet]:
-        """Mint a new handle and its empty memo for ``caller``. Not idempotent."""
+    def open(self, owner: MemoOwner) -> tuple[str, RecallSet]:
+        """Mint a new handle and its empty memo for ``owner``. Not idempotent."""
         handle = mint_handle()
         now = self._clock()
         with self._lock:
-            entry = self._callers.setdefault(caller, _Caller())
+            entry = self._callers.setdefault(owner, _Caller())
             for each in self._callers.values():  # few callers; keeps idle ones from lingering
                 self._expire(each, now)
             memo = _Memo(RecallSet(max_items=self.limits.max_items), now)
@@ -137,16 +166,17 @@ class RecallSets:
                 self._remember_end(entry, old_handle, cap_reason(self.limits))
             return handle, memo.recallset
 
-    def get(self, handle: str, caller: Caller) -> RecallSet:
-        """The memo ``handle`` of ``caller``, refreshing its idle timer.
+    def get(self, handle: str, owner: MemoOwner) -> RecallSet:
+        """The memo ``handle`` of ``owner``, refreshing its idle timer.
 
         Raises:
-            MemoExpired: it was this caller's but has expired or was closed by the cap.
-            MemoNotFound: never opened by this caller (including another caller's handle).
+            MemoExpired: it was this owner's but has expired or was closed by the cap.
+            MemoNotFound: never opened by this owner (including another caller's handle, or
+                one opened with another token of the same caller).
         """
         now = self._clock()
         with self._lock:
-            entry = self._callers.get(caller)
+            entry = self._callers.get(owner)
             if entry is not None:
                 self._expire(entry, now)
                 memo = entry.memos.get(handle)
@@ -159,11 +189,11 @@ class RecallSets:
                     raise memo_expired(handle, why)
         raise memo_not_found(handle)
 
-    def discard(self, handle: str, caller: Caller) -> None:
-        """Forget ``caller``'s memo ``handle`` without a trace (an open that did not take).
+    def discard(self, handle: str, owner: MemoOwner) -> None:
+        """Forget ``owner``'s memo ``handle`` without a trace (an open that did not take).
         Idempotent."""
         with self._lock:
-            entry = self._callers.get(caller)
+            entry = self._callers.get(owner)
             if entry is not None and (memo := entry.memos.pop(handle, None)) is not None:
                 memo.recallset.clear()
 
@@ -183,17 +213,17 @@ class RecallSets:
             entry.ended.popitem(last=False)
 
     def sweep(self) -> int:
-        """Expire idle memos of every caller now; returns how many remain open."""
+        """Expire idle memos of every owner now; returns how many remain open."""
         now = self._clock()
         with self._lock:
             for entry in self._callers.values():
                 self._expire(entry, now)
             return sum(len(e.memos) for e in self._callers.values())
 
-    def open_count(self, caller: Caller | None = None) -> int:
-        """Open memos (of one caller, or of all), for tests and status; does not expire."""
+    def open_count(self, owner: MemoOwner | None = None) -> int:
+        """Open memos (of one owner, or of all), for tests and status; does not expire."""
         with self._lock:
-            if caller is not None:
-                entry = self._callers.get(caller)
+            if owner is not None:
+                entry = self._callers.get(owner)
                 return 0 if entry is None else len(entry.memos)
             return sum(len(e.memos) for e in self._callers.values())

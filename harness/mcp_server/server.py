@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -20,11 +21,18 @@ from starlette.responses import Response
 
 from harness import metrics, tracing
 from harness._version import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InvalidInput
 from harness.mcp_server.identity import TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
-from harness.mcp_server.memos import MemoExpired, MemoLimits, MemoNotFound, RecallSets
+from harness.mcp_server.memos import (
+    MemoExpired,
+    MemoLimits,
+    MemoNotFound,
+    MemoOwner,
+    RecallSets,
+    token_key,
+)
 from harness.memory import AsyncMemoryStore
 from harness.memory.domain.caller import Caller
 from harness.memory.domain.recall import RecallResult
@@ -86,6 +94,13 @@ def bad_arguments(tool: str, exc: ValidationError) -> str:
         where = ".".join(str(part) for part in err["loc"]) or "arguments"
         parts.append(f"{where}: {' '.join(str(err['msg']).split())}")
     return f"error: {tool}: {'; '.join(parts)}"
+
+
+def invalid(exc: InvalidInput) -> str:
+    """An input error as one line naming each field (``query: must not contain NUL``)."""
+    if not exc.details:
+        return str(exc)
+    return "; ".join(f"{field}: {' '.join(message.split())}" for field, message in exc.details)
 
 
 class _Server(MCPServer):
@@ -211,13 +226,24 @@ def build_server(
     load = RecallLoad()
     drain = drain or Drain()
 
-    def caller() -> Caller:
-        if identity is not None:
-            return identity
+    def verified() -> AccessToken:
         token = get_access_token()
         if token is None:  # the auth middleware refuses such requests before they get here
             raise PermissionError("no verified caller")
-        return TokenFileVerifier.identity_of(token)
+        return token
+
+    def caller() -> Caller:
+        if identity is not None:
+            return identity
+        return TokenFileVerifier.identity_of(verified())
+
+    def owner() -> MemoOwner:
+        """Whose memos a call reaches: the caller's, opened with this very token."""
+        if identity is not None:
+            return MemoOwner.local(identity)
+        token = verified()
+        # AccessToken.token is the token file's digest of the bearer token (identity.py)
+        return MemoOwner(TokenFileVerifier.identity_of(token), token_key(token.token))
 
     waiting = 0
 
@@ -240,7 +266,7 @@ def build_server(
     async def open_memo(tool: str) -> str | None:
         """A new memo's handle, or None (logged) when the memo store is unreachable."""
         try:
-            handle = await memos.open(caller())
+            handle = await memos.open(owner())
         except HarnessError as exc:  # the shared memo table is unreachable
             log.warning("%s failed: %s", tool, exc)
             return None
@@ -250,7 +276,7 @@ def build_server(
     async def on_memo(tool: str, memo: str, args: dict[str, Any]) -> CallToolResult:
         call = {"name": tool, "arguments": args}
         try:
-            result = await memos.use(memo, caller(), lambda rs: RecallSetTools(rs).answer(call))
+            result = await memos.use(memo, owner(), lambda rs: RecallSetTools(rs).answer(call))
         except (MemoNotFound, MemoExpired) as exc:
             metrics.memo_event("expired" if isinstance(exc, MemoExpired) else "not_found")
             return answer(f"error: {tool}: {exc}", is_error=True)
@@ -262,15 +288,18 @@ def build_server(
     @server.tool(name="recall_memories", description=RECALL_DESCRIPTION)
     async def recall_memories(query: str) -> CallToolResult:
         who = caller()
-        request = RecallRequest(
-            tenant=who.tenant,
-            user_id=who.user_id,
-            workflow_id=who.workflow_id,
-            query=query[:2000],
-            budget_chars=lim.output_chars - len(HEADER),
-            max_items=lim.max_items,
-            max_item_chars=lim.max_item_chars,
-        )
+        try:
+            request = RecallRequest(
+                tenant=who.tenant,
+                user_id=who.user_id,
+                workflow_id=who.workflow_id,
+                query=query[:2000],
+                budget_chars=lim.output_chars - len(HEADER),
+                max_items=lim.max_items,
+                max_item_chars=lim.max_item_chars,
+            )
+        except InvalidInput as exc:  # the query is the only part the client sends
+            return answer(f"error: recall_memories: {invalid(exc)}", is_error=True)
         result: RecallResult | None = None
         # Cancelling the coroutine (timeout, or a stopping server) cancels its query on the
         # server and returns the connection to the pool: it leaves no work behind.
@@ -341,7 +370,7 @@ def build_server(
         if result.is_error:
             if opened:  # nothing was saved: do not leave an empty memo behind
                 with contextlib.suppress(HarnessError):
-                    await memos.discard(memo, caller())
+                    await memos.discard(memo, owner())
             return result
         body = json.loads(text_of(result))
         return answer(json.dumps({"memo": memo, **body}))

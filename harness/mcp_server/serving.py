@@ -42,14 +42,17 @@ async def serve_http(
     from harness.logs import configure_logging
     from harness.mcp_server import McpLimits, TokenFile, TokenFileVerifier, build_server
     from harness.mcp_server.health import add_health_routes, embedder_mode
-    from harness.mcp_server.http import DrainingServer, uvicorn_config
+    from harness.mcp_server.http import DrainingServer, TokenFileGate, uvicorn_config
     from harness.mcp_server.server import Drain
 
     ingest_key = config.ingest_key.get_secret_value() if config.ingest_key else None
     drain = Drain()
+    tokens = TokenFile(config.tokens)
+    tokens.check()  # a broken token file stops the start, before anything is served
+    verifier = TokenFileVerifier(tokens)
     server = build_server(
         store,
-        verifier=TokenFileVerifier(TokenFile(config.tokens)),
+        verifier=verifier,
         public_url=base_url(config, public_url),
         ingest_key=ingest_key,
         memo_book=memo_book,
@@ -61,7 +64,10 @@ async def serve_http(
     # Stateless, plain-JSON answers: every request stands alone (memos are addressed by
     # handle, not by session), so no per-session task, SSE stream or idle session holds
     # work or a connection open, and shutdown has nothing to wait for.
-    app_ = server.streamable_http_app(host=config.host, json_response=True, stateless_http=True)
+    app_ = TokenFileGate(
+        server.streamable_http_app(host=config.host, json_response=True, stateless_http=True),
+        verifier,
+    )
     web = DrainingServer(
         uvicorn_config(app_, config.host, config.port, log_level=config.log_level),
         drain=lambda: drain.drain(McpLimits().drain_grace_s),

@@ -31,7 +31,7 @@ from harness.errors import MemoryNotFound
 from harness.mcp_server import MemoLimits
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
 from harness.mcp_server.memo_pg import PostgresMemoBook
-from harness.mcp_server.memos import MemoExpired, MemoNotFound, RecallSets
+from harness.mcp_server.memos import MemoExpired, MemoNotFound, MemoOwner, RecallSets, token_key
 from harness.memory import AsyncMemoryStore, Caller
 from harness.recallset import AddResult, RecallSet
 from tests.support.hash_embedder import HashEmbedder
@@ -51,6 +51,14 @@ class Clock:
         return self.now
 
 
+Who = Caller | MemoOwner
+
+
+def owner(who: Who) -> MemoOwner:
+    """A test's caller as a memo owner: a bare caller holds no token (as over stdio)."""
+    return who if isinstance(who, MemoOwner) else MemoOwner.local(who)
+
+
 class Book:
     """A memo book driven from the test thread (its coroutines run on the store's loop)."""
 
@@ -61,20 +69,20 @@ class Book:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.aloop.run(coro)
 
-    def open(self, caller: Caller) -> str:
-        return self.run(self.book.open(caller))
+    def open(self, who: Who) -> str:
+        return self.run(self.book.open(owner(who)))
 
-    def use(self, handle: str, caller: Caller, action: Callable[[RecallSet], T]) -> T:
-        return self.run(self.book.use(handle, caller, action))
+    def use(self, handle: str, who: Who, action: Callable[[RecallSet], T]) -> T:
+        return self.run(self.book.use(handle, owner(who), action))
 
-    def notes(self, handle: str, caller: Caller) -> list[str]:
-        return self.use(handle, caller, lambda rs: [item.content for item in rs.items()])
+    def notes(self, handle: str, who: Who) -> list[str]:
+        return self.use(handle, who, lambda rs: [item.content for item in rs.items()])
 
-    def discard(self, handle: str, caller: Caller) -> None:
-        self.run(self.book.discard(handle, caller))
+    def discard(self, handle: str, who: Who) -> None:
+        self.run(self.book.discard(handle, owner(who)))
 
-    def count(self, caller: Caller | None = None) -> int:
-        return self.run(self.book.open_count(caller))
+    def count(self, who: Who | None = None) -> int:
+        return self.run(self.book.open_count(None if who is None else owner(who)))
 
 
 @pytest.fixture
@@ -136,6 +144,29 @@ def test_a_handle_opens_only_for_its_caller(
         book.use("memo_" + "A" * 22, alice, len)  # made up
     assert book.notes(handle, alice) == ["alice's note"]
     assert [book.count(who) for who in (alice, *strangers)] == [1, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("make_book", BOOKS, indirect=True)
+def test_a_memo_opens_only_for_the_token_that_opened_it(
+    make_book: Callable[..., Book], tenant: str
+) -> None:
+    """Two tokens of the same tenant and user are two owners: the second reads, changes,
+    discards and counts none of the first's memos (issue 31, point 4)."""
+    book = make_book()
+    alice = Caller(tenant, "alice")
+    first, second = MemoOwner(alice, token_key("1" * 64)), MemoOwner(alice, token_key("2" * 64))
+    handle = book.open(first)
+    book.use(handle, first, lambda rs: rs.add("first token's note"))
+    for stranger in (second, MemoOwner.local(alice)):
+        with pytest.raises(MemoNotFound, match=f"no memo {handle!r} for this caller"):
+            book.use(handle, stranger, lambda rs: rs.overview())
+        book.discard(handle, stranger)  # not theirs: nothing happens
+        assert book.count(stranger) == 0
+    assert book.notes(handle, first) == ["first token's note"]
+    theirs = book.open(second)
+    with pytest.raises(MemoNotFound):
+        book.use(theirs, first, len)
+    assert (book.count(first), book.count(second)) == (1, 1)
 
 
 @pytest.mark.parametrize("make_book", BOOKS, indirect=True)
@@ -251,8 +282,8 @@ LIMITS = MemoLimits(max_memos_per_caller=2, max_items=3, idle_s=10.0, max_ended_
 CONTENTS = st.sampled_from(["a", "A ", "b", "c\x00", "d", "lone \ud800 surrogate"])
 #: How long the clock moves before a call (idle_s is 10: both sides of the boundary).
 WAIT = st.sampled_from([0.0, 0.0, 0.5, 3.0, 9.5, 10.0, 10.5])
-#: Whose call: the memo's owner (mostly), one of the three callers, or a made-up handle.
-WHO = st.sampled_from([None, None, None, None, 0, 1, 2, "made up"])
+#: Whose call: the memo's owner (mostly), one of the four owners, or a made-up handle.
+WHO = st.sampled_from([None, None, None, None, 0, 1, 2, 3, "made up"])
 #: One call on a memo: (what, content, item number, mark); each kind uses what it needs.
 ACTIONS = st.tuples(
     st.sampled_from(["add", "add", "mark", "read", "overview", "discard memo"]),
@@ -284,10 +315,12 @@ def test_both_books_answer_every_call_alike(aloop: LoopThread, astore: AsyncMemo
         def __init__(self) -> None:
             super().__init__()
             tenant = f"t-{uuid.uuid4().hex[:10]}"
-            self.callers = [
+            self.callers: list[Who] = [
                 Caller(tenant, "alice"),
                 Caller(tenant, "bob"),
                 Caller(tenant + "-b", "alice", "wf"),
+                # alice again, with a bearer token of her own
+                MemoOwner(Caller(tenant, "alice"), token_key("b" * 64)),
             ]
             self.clock = Clock(0.0)
             self.local = Book(LocalMemoBook(RecallSets(LIMITS, self.clock)), aloop)
@@ -306,7 +339,7 @@ def test_both_books_answer_every_call_alike(aloop: LoopThread, astore: AsyncMemo
             assert answers[0] == answers[1]
             return answers[0]
 
-        @rule(target=memos, who=st.integers(0, 2), wait=WAIT)
+        @rule(target=memos, who=st.integers(0, 3), wait=WAIT)
         def open(self, who: int, wait: float) -> tuple[str, str, int]:
             self.clock.now += wait
             caller = self.callers[who]
@@ -382,6 +415,7 @@ def test_a_row_holds_the_handles_digest_never_the_handle(
     [row] = _rows(book, tenant)
     assert row["handle_sha256"] == hashlib.sha256(handle.encode()).hexdigest()
     assert (row["user_id"], row["workflow_id"], row["session_id"]) == ("alice", "wf-7", "")
+    assert row["token_sha256"] == ""  # a bare caller: no bearer token (stdio)
     assert all(handle not in str(value) for value in row.values())
     assert all(handle[5:] not in str(value) for value in row.values())
     assert row["ended_why"] is None and '"content":"remember the VPN log"' in row["state"]
@@ -390,6 +424,18 @@ def test_a_row_holds_the_handles_digest_never_the_handle(
         query = "SELECT relpersistence FROM pg_class WHERE relname = 'mcp_memos'"
         persistence = str(conn.execute(sa.text(query)).scalar_one())
     assert persistence == "u"  # UNLOGGED: never written to the WAL
+
+
+def test_a_row_holds_a_hash_of_the_token_identity_never_the_token(
+    pg: Callable[..., Book], tenant: str
+) -> None:
+    book = pg()
+    token = "hm_" + "T" * 43
+    digest = hashlib.sha256(token.encode()).hexdigest()  # what the token file keeps
+    book.open(MemoOwner(Caller(tenant, "alice"), token_key(digest)))
+    [row] = _rows(book, tenant)
+    assert row["token_sha256"] == token_key(digest) and len(row["token_sha256"]) == 64
+    assert all(token not in str(v) and digest not in str(v) for v in row.values())
 
 
 def test_an_idle_end_is_committed_though_the_use_raises(
@@ -437,11 +483,13 @@ def test_concurrent_uses_from_two_stores_lose_no_note(
         alice = Caller(tenant, "alice")
 
         async def race() -> tuple[list[str], list[str]]:
-            handle = await books[0].open(alice)
+            handle = await books[0].open(owner(alice))
             added = await asyncio.gather(
-                *(books[i % 2].use(handle, alice, adding(f"note {i}")) for i in range(20))
+                *(books[i % 2].use(handle, owner(alice), adding(f"note {i}")) for i in range(20))
             )
-            notes = await books[1].use(handle, alice, lambda rs: [i.content for i in rs.items()])
+            notes = await books[1].use(
+                handle, owner(alice), lambda rs: [i.content for i in rs.items()]
+            )
             return [result.id for result in added], notes
 
         added, notes = aloop.run(race())
@@ -461,14 +509,14 @@ def test_concurrent_opens_of_one_caller_keep_the_cap(
         alice = Caller(tenant, "alice")
 
         async def race() -> list[str]:
-            return list(await asyncio.gather(*(books[i % 2].open(alice) for i in range(10))))
+            return list(await asyncio.gather(*(books[i % 2].open(owner(alice)) for i in range(10))))
 
         handles = aloop.run(race())
-        assert aloop.run(books[0].open_count(alice)) == 3
+        assert aloop.run(books[0].open_count(owner(alice))) == 3
         outcomes = []
         for handle in handles:
             try:
-                aloop.run(books[1].use(handle, alice, len))
+                aloop.run(books[1].use(handle, owner(alice), len))
                 outcomes.append("open")
             except MemoExpired as exc:
                 capped = "(closed because more than 3 memos were open" in str(exc)

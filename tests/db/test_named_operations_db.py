@@ -191,31 +191,34 @@ def _never(failures: int) -> timedelta:
 def test_memos_open_use_discard_and_count(facade: Facade, tenant: str, other_tenant: str) -> None:
     alice, bob = Caller(tenant, "alice"), Caller(other_tenant, "alice")
     facade.memo_open(
-        alice, "a" * 64, json.dumps({"n": 0}), now=10.0, policy=POLICY, sweep_before=0.0
+        alice, "a" * 64, json.dumps({"n": 0}), token="", now=10.0, policy=POLICY, sweep_before=0.0
     )
 
     def bump(state: str) -> tuple[int, str]:
         n = json.loads(state)["n"] + 1
         return n, json.dumps({"n": n})
 
-    used = facade.memo_use(alice, "a" * 64, bump, now=11.0, policy=POLICY)
+    used = facade.memo_use(alice, "a" * 64, bump, token="", now=11.0, policy=POLICY)
     assert used.found and used.value == 1 and used.error is None
-    assert facade.memo_use(alice, "a" * 64, bump, now=12.0, policy=POLICY).value == 2
-    assert not facade.memo_use(bob, "a" * 64, bump, now=12.0, policy=POLICY).found
+    assert facade.memo_use(alice, "a" * 64, bump, token="", now=12.0, policy=POLICY).value == 2
+    assert not facade.memo_use(bob, "a" * 64, bump, token="", now=12.0, policy=POLICY).found
     assert facade.memo_count(alice, now=12.0, idle_s=60.0) == 1
+    assert facade.memo_count(alice, token="", now=12.0, idle_s=60.0) == 1
+    assert facade.memo_count(alice, token="k" * 64, now=12.0, idle_s=60.0) == 0
+    assert not facade.memo_use(alice, "a" * 64, bump, token="k" * 64, now=12.0, policy=POLICY).found
     assert facade.memo_count(bob, now=12.0, idle_s=60.0) == 0
 
     def broken(state: str) -> tuple[int, str]:
         raise ValueError("the action failed")
 
-    failed = facade.memo_use(alice, "a" * 64, broken, now=13.0, policy=POLICY)
+    failed = facade.memo_use(alice, "a" * 64, broken, token="", now=13.0, policy=POLICY)
     assert failed.found and isinstance(failed.error, ValueError)
-    ended = facade.memo_use(alice, "a" * 64, bump, now=13.0 + 61.0, policy=POLICY)
+    ended = facade.memo_use(alice, "a" * 64, bump, token="", now=13.0 + 61.0, policy=POLICY)
     assert ended.found and ended.ended_why == "idle"
-    facade.memo_open(alice, "b" * 64, "{}", now=200.0, policy=POLICY, sweep_before=0.0)
-    facade.memo_discard(alice, "b" * 64)
-    facade.memo_discard(alice, "b" * 64)  # idempotent
-    assert not facade.memo_use(alice, "b" * 64, bump, now=201.0, policy=POLICY).found
+    facade.memo_open(alice, "b" * 64, "{}", token="", now=200.0, policy=POLICY, sweep_before=0.0)
+    facade.memo_discard(alice, "b" * 64, token="")
+    facade.memo_discard(alice, "b" * 64, token="")  # idempotent
+    assert not facade.memo_use(alice, "b" * 64, bump, token="", now=201.0, policy=POLICY).found
 
 
 def test_schema_state_is_the_head_and_check_candidate_guards_without_writing(

@@ -69,7 +69,7 @@ def seed(store: MemoryStore, tenant: str) -> None:
         }
     )
     with as_tenant(store, tenant) as conn:  # an MCP RecallSet memo
-        conn.execute(insert_memo(Caller(tenant, "alice"), "0" * 64, "{}", 0.0))
+        conn.execute(insert_memo(Caller(tenant, "alice"), "", "0" * 64, "{}", 0.0))
 
 
 @pytest.fixture

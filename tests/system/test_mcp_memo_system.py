@@ -68,6 +68,48 @@ def test_memo_over_http_is_bound_to_the_token(
     anyio.run(across)
 
 
+def test_a_second_token_of_the_same_user_reads_no_memo_even_after_the_first_is_revoked(
+    http_server: dict[str, Any], tenant: str
+) -> None:
+    """Memos are bound to the token, not only to its tenant and user (issue 31, point 4)."""
+    from harness.memory import Caller
+    from harness.token_files import hash_token, read_entries, write_entries
+
+    base, tokens = http_server["base"], http_server["tokens"]
+    first = http_server["alice"]
+    second = tokens.add(Caller(tenant, "alice"))  # the same tenant and user, another token
+    as_first, as_second = http_client(base, first, "auto"), http_client(base, second, "auto")
+
+    async def strangers_see_nothing(memo: str, item: str) -> None:
+        async with as_second() as client:
+            for name, args in [
+                ("recallset_overview", {"memo": memo}),
+                ("recallset_read", {"memo": memo, "id": item}),
+                ("recallset_mark", {"memo": memo, "id": item, "mark": "discard"}),
+                ("recallset_add", {"memo": memo, "content": "written with the second token"}),
+            ]:
+                text, error = await tool(client, name, args)
+                assert error and f"no memo {memo!r} for this caller" in text, text
+                assert "first token" not in text
+
+    async def go() -> None:
+        async with as_first() as client:
+            added, _ = await tool(client, "recallset_add", {"content": "the first token's note"})
+            memo, item = json.loads(added)["memo"], json.loads(added)["id"]
+        await strangers_see_nothing(memo, item)
+        # revoke the first token: its memo stays out of the second token's reach
+        kept = [e for e in read_entries(tokens.path, "tokens") if e["sha256"] != hash_token(first)]
+        write_entries(tokens.path, "tokens", kept)
+        await strangers_see_nothing(memo, item)
+        async with httpx2.AsyncClient(timeout=30) as http:
+            refused = await http.post(
+                f"{base}/mcp", headers={"Authorization": f"Bearer {first}"}, json={}
+            )
+        assert refused.status_code == 401
+
+    anyio.run(go)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_memo_over_stdio(db_url: str, tenant: str, mode: str, tmp_path: Path) -> None:
     env = lexical_env(

@@ -12,12 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.mcp_server import MemoLimits
-from harness.mcp_server.memos import MemoExpired, MemoNotFound, RecallSets
+from harness.mcp_server.memos import MemoExpired, MemoNotFound, MemoOwner, RecallSets, token_key
 from harness.memory import Caller
 
-ALICE = Caller("t1", "alice")
-BOB = Caller("t1", "bob")
-ALICE_ELSEWHERE = Caller("t2", "alice")
+ALICE = MemoOwner(Caller("t1", "alice"), token_key("a" * 64))
+BOB = MemoOwner(Caller("t1", "bob"), token_key("b" * 64))
+ALICE_ELSEWHERE = MemoOwner(Caller("t2", "alice"), token_key("c" * 64))
+#: alice of t1 with a second bearer token
+ALICE_AGAIN = MemoOwner(Caller("t1", "alice"), token_key("d" * 64))
+OWNERS = (ALICE, BOB, ALICE_ELSEWHERE, ALICE_AGAIN)
 
 
 # --- the registry alone (no server, no database) ------------------------------------------
@@ -40,28 +43,24 @@ def test_handles_are_long_random_and_distinct() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    ops=st.lists(
-        st.tuples(st.sampled_from([ALICE, BOB, ALICE_ELSEWHERE]), st.booleans()), max_size=40
-    )
-)
-def test_a_handle_opens_only_for_its_caller(ops: list[tuple[Caller, bool]]) -> None:
+@given(ops=st.lists(st.tuples(st.sampled_from(OWNERS), st.booleans()), max_size=40))
+def test_a_handle_opens_only_for_its_caller_and_token(ops: list[tuple[MemoOwner, bool]]) -> None:
     memos = RecallSets(MemoLimits(max_memos_per_caller=3))
-    owners: dict[str, Caller] = {}
+    owners: dict[str, MemoOwner] = {}
     for who, opening in ops:
         if opening or not owners:
             handle, rs = memos.open(who)
-            rs.add(f"{who.tenant}/{who.user_id} {handle}")
+            rs.add(f"{who.caller.tenant}/{who.caller.user_id} {handle}")
             owners[handle] = who
         for handle, owner in owners.items():
-            for other in (ALICE, BOB, ALICE_ELSEWHERE):
+            for other in OWNERS:
                 if other == owner:
                     try:
                         notes = memos.get(handle, other).items()
                     except MemoExpired:
                         continue  # closed by the cap: allowed for the owner only
                     assert [n.content for n in notes] == [
-                        f"{owner.tenant}/{owner.user_id} {handle}"
+                        f"{owner.caller.tenant}/{owner.caller.user_id} {handle}"
                     ]
                 else:
                     with pytest.raises(MemoNotFound):
@@ -104,3 +103,10 @@ def test_cap_per_caller_drops_least_recently_used() -> None:
     memos.discard(third, ALICE)  # idempotent
     with pytest.raises(MemoNotFound):
         memos.get(third, ALICE)
+
+
+def test_the_token_key_is_a_labelled_hash_of_the_digest() -> None:
+    """A memo keeps neither the token nor the digest the token file checks it against."""
+    digest = "e" * 64
+    assert re.fullmatch(r"[0-9a-f]{64}", token_key(digest))
+    assert token_key(digest) not in (digest, token_key("f" * 64))

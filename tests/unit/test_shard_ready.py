@@ -121,15 +121,17 @@ ROUTED: dict[str, Callable[[], Any]] = {
     ),
     "records.insert_run": lambda: records_sql.insert_run({"tenant": "t", "id": "r"}),
     "records.runs_of": lambda: records_sql.runs_of("t", "w"),
-    "memos.close_memos_over_cap": lambda: memos_sql.close_memos_over_cap(CALLER, 2, 1.0, "cap"),
-    "memos.count_open_memos": lambda: memos_sql.count_open_memos(CALLER, 1.0, 60.0),
-    "memos.discard_memo": lambda: memos_sql.discard_memo(CALLER, "h"),
-    "memos.expire_idle_memos": lambda: memos_sql.expire_idle_memos(CALLER, 1.0, 60.0, "idle"),
-    "memos.forget_ended_memos": lambda: memos_sql.forget_ended_memos(CALLER, 3),
-    "memos.insert_memo": lambda: memos_sql.insert_memo(CALLER, "h", "{}", 1.0),
-    "memos.memo_for_update": lambda: memos_sql.memo_for_update(CALLER, "h"),
+    "memos.close_memos_over_cap": lambda: memos_sql.close_memos_over_cap(
+        CALLER, "k", 2, 1.0, "cap"
+    ),
+    "memos.count_open_memos": lambda: memos_sql.count_open_memos(CALLER, "k", 1.0, 60.0),
+    "memos.discard_memo": lambda: memos_sql.discard_memo(CALLER, "k", "h"),
+    "memos.expire_idle_memos": lambda: memos_sql.expire_idle_memos(CALLER, "k", 1.0, 60.0, "idle"),
+    "memos.forget_ended_memos": lambda: memos_sql.forget_ended_memos(CALLER, "k", 3),
+    "memos.insert_memo": lambda: memos_sql.insert_memo(CALLER, "k", "h", "{}", 1.0),
+    "memos.memo_for_update": lambda: memos_sql.memo_for_update(CALLER, "k", "h"),
     "memos.sweep_abandoned_memos": lambda: memos_sql.sweep_abandoned_memos("t", 1.0, 100),
-    "memos.touch_memo": lambda: memos_sql.touch_memo(CALLER, "h", 1.0, "{}"),
+    "memos.touch_memo": lambda: memos_sql.touch_memo(CALLER, "k", "h", 1.0, "{}"),
     "console.active_for_key_readonly": lambda: console_sql.active_for_key_readonly(
         "t", Scope.USER, "u", "k"
     ),

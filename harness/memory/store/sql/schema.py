@@ -256,6 +256,9 @@ mcp_memos = Table(
     Column("user_id", String(200), nullable=False),
     Column("workflow_id", String(200), nullable=False),
     Column("session_id", String(200), nullable=False),
+    #: The MCP server's SHA-256 of the bearer token's identity (migration 0010; '' over stdio):
+    #: a memo opens only for the token that opened it.
+    Column("token_sha256", String(64), nullable=False),
     #: ``RecallSet.to_state()`` as JSON text (text, not JSONB: notes may hold NUL, which JSONB
     #: cannot); NULL once the memo has ended.
     Column("state", Text),
