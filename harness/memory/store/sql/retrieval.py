@@ -641,8 +641,12 @@ def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
 def hnsw_settings(ef_search: int) -> TextClause:
     """Per-transaction HNSW settings in one round trip: iterative scans keep filtered ANN
     queries filled, and the caller has measured the pool as large, so a sequential scan is
-    never wanted (the planner's HNSW cost grows with ``ef_search`` and it would pick one)."""
+    never wanted (the planner's HNSW cost grows with ``ef_search`` and it would pick one).
+
+    ``SET LOCAL`` (not ``set_config``) so that Citus replays them on the shards' workers
+    (``sql/security.py``); three commands in one simple-protocol message (no parameters:
+    ``ef_search`` is an int rendered here)."""
     return text(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
-    ).bindparams(ef=str(int(ef_search)))
+        "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL enable_seqscan = off"
+    ).execution_options(no_parameters=True)
