@@ -56,7 +56,8 @@ def _open(
     caller: Caller, digest: str, state: str, now: float, policy: MemoPolicy, sweep_before: float
 ) -> Op[None]:
     yield from _settle(caller, now, policy)
-    yield memo_sql.insert_memo(caller, digest, state, now)
+    touched = (yield memo_sql.next_touched(caller)).scalar_one()
+    yield memo_sql.insert_memo(caller, digest, state, now, int(touched))
     yield memo_sql.close_memos_over_cap(caller, policy.max_memos, now, policy.cap_reason)
     yield memo_sql.forget_ended_memos(caller, policy.max_ended)
     yield memo_sql.sweep_abandoned_memos(caller.tenant, sweep_before, policy.sweep_batch)

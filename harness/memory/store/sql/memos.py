@@ -43,6 +43,7 @@ __all__ = [
     "expire_idle_memos",
     "forget_ended_memos",
     "insert_memo",
+    "next_touched",
     "lock_memo_caller",
     "memo_for_update",
     "memo_lock_name",
@@ -98,8 +99,18 @@ def _next_touched(caller: Caller) -> ScalarSelect[Any]:
     )
 
 
-def insert_memo(caller: Caller, handle_sha256: str, state: str, now: float) -> Insert:
-    """A new open memo of ``caller``, the most recently used."""
+def next_touched(caller: Caller) -> Select[Any]:
+    """One above ``caller``'s highest use order (read before :func:`insert_memo`, under the
+    caller's memo lock)."""
+    return select(func.coalesce(func.max(mcp_memos.c.touched), 0) + 1).where(
+        _of_caller(mcp_memos, caller)
+    )
+
+
+def insert_memo(caller: Caller, handle_sha256: str, state: str, now: float, touched: int) -> Insert:
+    """A new open memo of ``caller``, the most recently used (``touched`` from
+    :func:`next_touched`: Citus refuses a subquery inside ``INSERT ... VALUES``, and would run
+    an ``INSERT ... SELECT`` with an aggregate as a COPY, which row-level security refuses)."""
     return insert(mcp_memos).values(
         tenant=caller.tenant,
         handle_sha256=handle_sha256,
@@ -108,7 +119,7 @@ def insert_memo(caller: Caller, handle_sha256: str, state: str, now: float) -> I
         session_id=caller.session_id or "",
         state=state,
         last_used=now,
-        touched=_next_touched(caller),
+        touched=touched,
     )
 
 
