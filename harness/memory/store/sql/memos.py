@@ -43,10 +43,10 @@ __all__ = [
     "expire_idle_memos",
     "forget_ended_memos",
     "insert_memo",
-    "next_touched",
     "lock_memo_caller",
     "memo_for_update",
     "memo_lock_name",
+    "next_touched",
     "sweep_abandoned_memos",
     "touch_memo",
 ]
