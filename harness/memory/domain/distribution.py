@@ -101,21 +101,30 @@ class DistributionReport:
 
 
 def plan_distribution(
-    tables: Mapping[str, bool], placements: Mapping[str, TablePlacement]
+    tables: Mapping[str, str | None], placements: Mapping[str, TablePlacement]
 ) -> tuple[DistributionStep, ...]:
-    """The steps that bring ``tables`` (name -> has a tenant column) to their roles, given how
-    Citus holds them now (``placements``: only the Citus tables). Nothing for a table already
-    in its role, so running the steps twice is running them once.
+    """The steps that bring ``tables`` (name -> the type of its tenant column, None without
+    one) to their roles, given how Citus holds them now (``placements``: only the Citus
+    tables). Nothing for a table already in its role, so running the steps twice is running
+    them once.
 
     Raises:
         ConflictingState: naming the table, when one is already distributed differently (by
-            another column, in another co-location group, or as the wrong kind of table):
+            another column, in another co-location group, or as the wrong kind of table), or
+            its tenant column has another type than the anchor's (co-location needs one type):
             moving data that is already sharded is the operator's decision, not this one's.
     """
-    tenant_tables = sorted(t for t, has_tenant in tables.items() if has_tenant)
+    tenant_tables = sorted(t for t, tenant_type in tables.items() if tenant_type is not None)
     if not tenant_tables:
         return ()
     anchor = ANCHOR_TABLE if ANCHOR_TABLE in tenant_tables else tenant_tables[0]
+    for table in tenant_tables:
+        if tables[table] != tables[anchor]:
+            raise ConflictingState(
+                f"distribute: table {table!r} has a tenant column of type {tables[table]}, "
+                f"{anchor!r} of type {tables[anchor]}: co-located tables need one type; "
+                "change the column's type (a migration), then run distribute again"
+            )
     anchor_now = placements.get(anchor)
     anchor_group = anchor_now.colocation if anchor_now is not None else None
     steps: list[DistributionStep] = []
@@ -136,7 +145,7 @@ def plan_distribution(
                 f"is distributed by tenant but not co-located with {anchor!r} "
                 f"(co-location group {now.colocation}, not {anchor_group})",
             )
-    for table in sorted(t for t, has_tenant in tables.items() if not has_tenant):
+    for table in sorted(t for t, tenant_type in tables.items() if tenant_type is None):
         if table in LOCAL_TABLES:
             continue
         now = placements.get(table)

@@ -36,7 +36,7 @@ def cluster_state_op() -> Op[ClusterState | None]:
     version = (yield citus_sql.citus_version()).scalar_one_or_none()
     if version is None:
         return None
-    tables = {row.name: bool(row.has_tenant) for row in (yield citus_sql.schema_tables())}
+    tables = {row.name: row.tenant_type for row in (yield citus_sql.schema_tables())}
     placements = yield from _placements()
     nodes = tuple(
         ClusterNode(r.host, int(r.port), r.role, bool(r.active), bool(r.has_shards), int(r.grp))
@@ -44,7 +44,7 @@ def cluster_state_op() -> Op[ClusterState | None]:
     )
     held = tuple(placements.get(t) or TablePlacement(t, "local") for t in sorted(tables))
     return ClusterState(
-        str(version), nodes, held, frozenset(t for t, tenant in tables.items() if tenant)
+        str(version), nodes, held, frozenset(t for t, kind in tables.items() if kind is not None)
     )
 
 
@@ -59,7 +59,7 @@ def distribute_op(shard_count: int | None) -> Op[tuple[tuple[DistributionStep, .
     """
     if (yield citus_sql.citus_version()).scalar_one_or_none() is None:
         raise StoreMisconfigured(NOT_CITUS)
-    tables = {row.name: bool(row.has_tenant) for row in (yield citus_sql.schema_tables())}
+    tables = {row.name: row.tenant_type for row in (yield citus_sql.schema_tables())}
     steps = plan_distribution(tables, (yield from _placements()))
     login = (yield citus_sql.app_role_can_login(APP_ROLE)).scalar_one_or_none()
     granted = login is False

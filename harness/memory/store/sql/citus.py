@@ -29,10 +29,11 @@ def citus_version() -> TextClause:
 
 def schema_tables() -> TextClause:
     """Every ordinary or partitioned table of the current schema (not a partition, not a
-    shard) and whether it has a ``tenant`` column."""
+    shard) and the type of its ``tenant`` column (NULL without one)."""
     return text(
-        "SELECT c.relname AS name, EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = "
-        "c.oid AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped) AS has_tenant "
+        "SELECT c.relname AS name, (SELECT a.atttypid::regtype::text FROM pg_attribute a "
+        "WHERE a.attrelid = c.oid AND a.attname = 'tenant' AND a.attnum > 0 "
+        "AND NOT a.attisdropped) AS tenant_type "
         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition "
         "ORDER BY c.relname"

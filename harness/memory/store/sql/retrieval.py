@@ -246,9 +246,11 @@ def relevance_scores(
                 m.embedding.cosine_distance(qv).label("cd"),
                 func.least(
                     m.context_embedding.cosine_distance(qv),
-                    _event_distance(m.kind, m.id, qv, "positive", m.tenant),
+                    _event_distance(m.kind, m.id, qv, "positive"),
                 ).label("xd"),
-                _event_distance(m.kind, m.id, qv, "negative", m.tenant).label("nd"),
+                # The caller's tenant, not the outer row's: the same rows, and Citus then sees
+                # every relation pinned to one tenant and routes the query to one shard.
+                _event_distance(m.kind, m.id, qv, "negative").label("nd"),
             ]
         # OFFSET 0 keeps the planner from inlining this level: each distance is computed once
         # per row, not once per expression that reads it.
