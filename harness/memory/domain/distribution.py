@@ -115,8 +115,25 @@ def plan_distribution(
             moving data that is already sharded is the operator's decision, not this one's.
     """
     tenant_tables = sorted(t for t, tenant_type in tables.items() if tenant_type is not None)
-    if not tenant_tables:
-        return ()
+    steps: list[DistributionStep] = []
+    if tenant_tables:
+        steps += _tenant_steps(tables, tenant_tables, placements)
+    for table in sorted(t for t, tenant_type in tables.items() if tenant_type is None):
+        if table in LOCAL_TABLES:
+            continue
+        now = placements.get(table)
+        if now is None or now.placement == "local":
+            steps.append(DistributionStep("reference", table))
+        elif now.placement != "reference":
+            raise _refuse(table, f"holds no tenant column but is a {now.placement} table")
+    return tuple(steps)
+
+
+def _tenant_steps(
+    tables: Mapping[str, str | None],
+    tenant_tables: list[str],
+    placements: Mapping[str, TablePlacement],
+) -> list[DistributionStep]:
     anchor = ANCHOR_TABLE if ANCHOR_TABLE in tenant_tables else tenant_tables[0]
     for table in tenant_tables:
         if tables[table] != tables[anchor]:
@@ -145,15 +162,7 @@ def plan_distribution(
                 f"is distributed by tenant but not co-located with {anchor!r} "
                 f"(co-location group {now.colocation}, not {anchor_group})",
             )
-    for table in sorted(t for t, tenant_type in tables.items() if tenant_type is None):
-        if table in LOCAL_TABLES:
-            continue
-        now = placements.get(table)
-        if now is None or now.placement == "local":
-            steps.append(DistributionStep("reference", table))
-        elif now.placement != "reference":
-            raise _refuse(table, f"holds no tenant column but is a {now.placement} table")
-    return tuple(steps)
+    return steps
 
 
 def _refuse(table: str, why: str) -> ConflictingState:

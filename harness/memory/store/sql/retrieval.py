@@ -246,11 +246,9 @@ def relevance_scores(
                 m.embedding.cosine_distance(qv).label("cd"),
                 func.least(
                     m.context_embedding.cosine_distance(qv),
-                    _event_distance(m.kind, m.id, qv, "positive"),
+                    _event_distance(m.kind, m.id, qv, "positive", m.tenant),
                 ).label("xd"),
-                # The caller's tenant, not the outer row's: the same rows, and Citus then sees
-                # every relation pinned to one tenant and routes the query to one shard.
-                _event_distance(m.kind, m.id, qv, "negative").label("nd"),
+                _event_distance(m.kind, m.id, qv, "negative", m.tenant).label("nd"),
             ]
         # OFFSET 0 keeps the planner from inlining this level: each distance is computed once
         # per row, not once per expression that reads it.
@@ -399,12 +397,15 @@ def _outcome_columns(outcomes: Any) -> list[Any]:
 def _event_distance(kind: Any, memory_id: Any, qv: Any, polarity: str, tenant: Any = None) -> Any:
     """The nearest cosine distance of a lesson's ``polarity`` contexts to the query (NULL for
     other kinds, and for a lesson without such contexts). ``tenant``: the outer row's tenant
-    column (a co-located join), else the caller's."""
+    column (a co-located join, also pinned to the caller's tenant: the same rows, and Citus then
+    sees every relation of the query on one tenant and routes it to one shard), else the
+    caller's."""
     e = lesson_events.c
+    caller = e.tenant == bindparam("r_tenant", type_=String)
     nearest = (
         select(func.min(e.embedding.cosine_distance(qv)))
         .where(
-            e.tenant == (bindparam("r_tenant", type_=String) if tenant is None else tenant),
+            caller if tenant is None else and_(e.tenant == tenant, caller),
             e.memory_id == memory_id,
             e.polarity == polarity,
         )
