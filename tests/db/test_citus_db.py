@@ -336,3 +336,14 @@ def test_maintenance_statements_are_multi_shard_by_design(
     multi = [s for n, s in counts if n > 1]
     assert any("DISTINCT memories.tenant" in s or "GROUP BY" in s for s in multi), counts
     assert len(multi) >= 3, counts
+
+
+def test_the_async_store_reads_the_same_cluster_and_finds_nothing_to_distribute(
+    aloop: Any, astore: Any, db_url: str
+) -> None:
+    """One plan, two facades: the asyncio store's distribute and cluster_state."""
+    state = aloop.run(astore.cluster_state())
+    assert state is not None and state.distributed
+    assert len([n for n in state.nodes if not n.is_coordinator]) == 2
+    again = aloop.run(astore.distribute())
+    assert again.steps == () and again.state.tenant_tables == state.tenant_tables
