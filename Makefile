@@ -12,7 +12,7 @@ INSTALLED := $(VENV)/.installed
 HARNESS_EMBED_MODEL_PATH ?= $(abspath $(wildcard ../shared/models/all-MiniLM-L6-v2-onnx))
 export HARNESS_EMBED_MODEL_PATH
 
-.PHONY: demo test test-under-load browser lint typecheck pytest pytest-fast pytest-db pytest-system bench bench-smoke mutate clean
+.PHONY: demo test test-citus test-under-load browser lint typecheck pytest pytest-fast pytest-db pytest-system bench bench-smoke mutate clean
 
 # The project and its runtime dependencies only. A .venv made before the distribution was
 # renamed (harness-memory -> harness-memory-pg) still holds the old name: drop it first.
@@ -31,6 +31,12 @@ demo: $(BASE)
 
 # `browser` first: a machine without the browser stops at once, not after lint and mypy.
 test: browser lint typecheck pytest
+
+# The tests marked `citus` and `cluster` on a real Citus cluster (coordinator + 2 workers in a
+# temporary folder, stopped always); builds Citus first when ../shared/citus has no cached build
+# (6-8 minutes once per machine). `make test` never needs Citus.
+test-citus: $(INSTALLED)
+	.ci/test-citus
 
 # The whole of `make test`, three times in a row beside two CPU hogs (bench/hogs.py): the
 # suite must not depend on a quiet machine. Prints pass/fail and wall time of each run.

@@ -6,7 +6,9 @@ browser, a wheel, real faults). Each test is marked ``unit``, ``db`` or ``system
 folder, and ``model`` when it uses the real embedding model. Helpers live in ``tests/support``.
 
 One embedded PostgreSQL per test session, a fresh database per session, a unique tenant per
-test. Set HARNESS_TEST_DATABASE_URL to use another server instead."""
+test. Set HARNESS_TEST_DATABASE_URL to use another server instead, or HARNESS_TEST_CITUS_URL to
+run on a Citus coordinator (``make test-citus``: each database made on every node, the store's
+tables distributed by tenant; tests marked ``cluster`` run only there, ``tests/support/citus.py``)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from harness.memory.store.db import normalize_url
 from harness.memory.store.migrate import upgrade_to_head
 from harness.memory.store.sync import MemoryStore
 from harness.settings import Settings
+from tests.support.citus import citus_url, create_citus_database
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.kinds import MODEL_FIXTURES, TESTS, kind_of
 from tests.support.loop_thread import LoopThread, open_async_store
@@ -54,7 +57,12 @@ if os.environ.get("HARNESS_MUTATION"):
 # --- markers follow the folders ------------------------------------------------------------------
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if citus_url() is None:  # the cluster's own tests need the cluster (make test-citus)
+        left_out = [item for item in items if item.get_closest_marker("cluster") is not None]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.get_closest_marker("cluster") is None]
     for item in items:
         kind = kind_of(item.path)
         if kind is not None:
@@ -77,6 +85,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _server_url(tmp_root: Path) -> str:
+    cluster = citus_url()
+    if cluster is not None:
+        return cluster
     explicit = os.environ.get("HARNESS_TEST_DATABASE_URL")
     if explicit:
         return normalize_url(explicit)
@@ -90,48 +101,82 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return _server_url(tmp_path_factory.mktemp("pg"))
 
 
-@pytest.fixture(scope="session")
-def db_url(server_url: str) -> str:
-    url = create_database(server_url, f"harness_test_{os.getpid()}")
+#: Shards per distributed table in the suite's cluster databases (2 per worker): enough to put
+#: tenants on different workers, few enough to create quickly.
+CITUS_TEST_SHARDS = 4
+
+
+def _migrated_database(server_url: str, name: str) -> str:
+    """A new database, migrated (and on a cluster, distributed); returns its URL."""
+    if citus_url() is not None:
+        url = create_citus_database(server_url, name)
+        owner = MemoryStore.connect(url, embedder=HashEmbedder(), migrate=True, check_model=False)
+        try:
+            owner.distribute(shard_count=CITUS_TEST_SHARDS)
+        finally:
+            owner.close()
+        return url
+    url = create_database(server_url, name)
     engine = sa.create_engine(url)
     upgrade_to_head(engine)
     engine.dispose()
     return url
+
+
+@pytest.fixture(scope="session")
+def db_url(server_url: str) -> str:
+    return _migrated_database(server_url, f"harness_test_{os.getpid()}")
 
 
 @pytest.fixture(scope="session")
 def template_db_url(server_url: str) -> str:
     """A migrated database nothing connects to after migration: the template of
     :func:`private_db_url` (PostgreSQL copies a template only while it has no sessions)."""
-    url = create_database(server_url, f"harness_tpl_{os.getpid()}")
-    engine = sa.create_engine(url)
-    upgrade_to_head(engine)
-    engine.dispose()
-    return url
+    return _migrated_database(server_url, f"harness_tpl_{os.getpid()}")
 
 
 @pytest.fixture
-def private_db_url(server_url: str, template_db_url: str) -> str:
+def private_db_url(server_url: str, request: pytest.FixtureRequest) -> str:
     """A migrated database of this test alone, for operations that span every tenant
-    (reconcile, purge, status counts): nothing another test wrote can change their results."""
-    template = make_url(template_db_url).database
-    return create_database(server_url, f"harness_own_{uuid.uuid4().hex[:12]}", template=template)
+    (reconcile, purge, status counts): nothing another test wrote can change their results.
+    (On a cluster: one distributed database emptied for each test, since Citus databases are
+    not copied and a new one takes seconds.)"""
+    if citus_url() is not None:
+        url = str(request.getfixturevalue("_citus_private_db_url"))
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:
+            tables = conn.execute(
+                sa.text(
+                    "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables "
+                    "WHERE schemaname = current_schema() AND tablename <> 'alembic_version'"
+                )
+            ).scalar_one()
+            conn.execute(sa.text(f"TRUNCATE {tables}"))
+        engine.dispose()
+        return url
+    name = f"harness_own_{uuid.uuid4().hex[:12]}"
+    template = make_url(request.getfixturevalue("template_db_url")).database
+    return create_database(server_url, name, template=template)
+
+
+@pytest.fixture(scope="session")
+def _citus_private_db_url(server_url: str) -> str:
+    return _migrated_database(server_url, f"harness_own_{os.getpid()}")
 
 
 @pytest.fixture
 def fresh_db_url(server_url: str) -> str:
     """An empty, unmigrated database of its own."""
-    return create_database(server_url, f"harness_fresh_{uuid.uuid4().hex[:12]}")
+    name = f"harness_fresh_{uuid.uuid4().hex[:12]}"
+    if citus_url() is not None:
+        return create_citus_database(server_url, name)
+    return create_database(server_url, name)
 
 
 @pytest.fixture(scope="session")
 def semantic_db_url(server_url: str) -> str:
     """A migrated database for stores with the real model (vectors of one model per store)."""
-    url = create_database(server_url, f"harness_semantic_{os.getpid()}")
-    engine = sa.create_engine(url)
-    upgrade_to_head(engine)
-    engine.dispose()
-    return url
+    return _migrated_database(server_url, f"harness_semantic_{os.getpid()}")
 
 
 # --- the embedding model -------------------------------------------------------------------------

@@ -193,6 +193,7 @@ def status(url: UrlOption = None) -> None:
     settings = _settings()
     with _open_store(url, check_model=False, settings=settings, read_only=True) as store:
         st = store.status()
+        cluster = store.cluster_state()
         from product_adapter import ProductAdapter
 
         spooled = ProductAdapter(store).spooled_by_tenant()
@@ -251,6 +252,43 @@ def status(url: UrlOption = None) -> None:
     console.print(table)
     for tenant, n in sorted(st.constraints_over_budget.items()):
         console.print(f"{tenant}: {n} platform constraint(s) over a default recall budget")
+    if cluster is not None:
+        from harness.cli.citus import cluster_lines
+
+        for line in cluster_lines(cluster):
+            console.print(escape(line), soft_wrap=True)
+
+
+@app.command()
+def distribute(
+    url: UrlOption = None,
+    shard_count: Annotated[
+        int | None,
+        typer.Option(
+            "--shard-count",
+            min=1,
+            max=4096,
+            metavar="N",
+            help="shards per table when first distributed (default: the server's citus.shard_count)",
+        ),
+    ] = None,
+) -> None:
+    """Shard the store by tenant on a Citus coordinator (idempotent).
+
+    Distributes every table with a tenant column by it, co-located with memories, makes the
+    other tables reference tables, and lets the application role log in (the workers'
+    connections). Run as the tables' owner; run again after a migration adds a table. On a
+    server without Citus it says so and exits 2.
+    """
+    from harness.cli.citus import distribution_lines
+
+    with _open_store(url, check_model=False) as store:
+        try:
+            report = store.distribute(shard_count=shard_count)
+        except HarnessError as exc:
+            raise _fail(exc) from exc
+    for line in distribution_lines(report):
+        console.print(escape(line), soft_wrap=True)
 
 
 @app.command()

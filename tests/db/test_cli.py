@@ -143,3 +143,12 @@ def test_lessons_queue_retire_restore_and_history(
     record = runner.invoke(app, ["lessons", "history", str(lesson.id), *args]).output
     assert all(w in record for w in ("taught", "misled", "retired by root", "restored by root"))
     assert record.index("taught") < record.index("retired by root") < record.index("restored")
+
+
+def test_distribute_on_a_server_without_citus_says_so_in_one_line_and_exits_2(
+    db_url: str,
+) -> None:
+    result = CliRunner().invoke(app, ["distribute", "--url", db_url])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "no Citus extension" in lines[0], result.output

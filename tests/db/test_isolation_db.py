@@ -22,6 +22,10 @@ from product_adapter import ProductAdapter
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.stores import make_store
 
+# Also run on the Citus cluster (make test-citus): the same tests, sharded by tenant.
+pytestmark = pytest.mark.citus
+
+
 BAD_IDENTITIES = [
     "\u3000tA\u3000",
     "alice ",

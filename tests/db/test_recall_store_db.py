@@ -17,6 +17,10 @@ from harness.memory import Kind, MemoryCandidate, MemoryStore, RecallConfig, Rec
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.stores import make_store
 
+# Also run on the Citus cluster (make test-citus): the same tests, sharded by tenant.
+pytestmark = pytest.mark.citus
+
+
 TOPIC = "deploy checklist for the payment service rollout"
 
 

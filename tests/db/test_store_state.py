@@ -26,6 +26,10 @@ from tests.support.facades import KINDS, Facade, open_facade
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.stores import T0
 
+# Also run on the Citus cluster (make test-citus): the same tests, sharded by tenant.
+pytestmark = pytest.mark.citus
+
+
 KEYS = ["lang", "length", "tone"]
 SCOPES = [(Scope.USER, "alice"), (Scope.PLATFORM, None)]
 

@@ -22,6 +22,10 @@ from product_adapter import ProductAdapter
 from tests.support.stores import unreachable_store
 
 #: (scope, scope_id) pairs every world fills, the same in both tenants.
+# Also run on the Citus cluster (make test-citus): the same tests, sharded by tenant.
+pytestmark = pytest.mark.citus
+
+
 PLACES: list[tuple[str, str | None]] = [
     ("session", "s-1"),
     ("session", "s-2"),

@@ -16,6 +16,9 @@ from harness.memory import Kind, MemoryCandidate, MemoryStore, Scope, Status
 from tests.support.hash_embedder import HashEmbedder
 from tests.support.stores import make_store
 
+# Also run on the Citus cluster (make test-citus): the same tests, sharded by tenant.
+pytestmark = pytest.mark.citus
+
 
 def cand(tenant: str, **kw: object) -> MemoryCandidate:
     base: dict[str, object] = {

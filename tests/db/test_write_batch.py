@@ -21,6 +21,10 @@ from harness.memory import Memory, MemoryCandidate, MemoryStore
 
 #: (tenant index, scope/scope_id, key, kind, content, origin): a small domain, so that keys
 #: and contents collide often.
+# Also run on the Citus cluster (make test-citus): the same tests, sharded by tenant.
+pytestmark = pytest.mark.citus
+
+
 Spec = tuple[int, tuple[str, str | None], str | None, str, str, str]
 
 specs = st.tuples(

@@ -22,6 +22,10 @@ from harness.mcp_server.ingest import IngestHandler
 from harness.memory import AsyncMemoryStore, MemoryStore
 from tests.support.loop_thread import LoopThread
 
+# Also run on the Citus cluster (make test-citus): the same tests, sharded by tenant.
+pytestmark = pytest.mark.citus
+
+
 INGEST_KEY = "ingest-key-0123456789abcdef"
 AUTH = {"X-Ingest-Key": INGEST_KEY}
 

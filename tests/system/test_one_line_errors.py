@@ -19,6 +19,7 @@ STORE_COMMANDS = [
     ["init"],
     ["reembed"],
     ["cluster"],
+    ["distribute"],
     ["reconcile"],
     ["demo"],
     ["admin", "pending", "--tenant", "t"],

@@ -226,6 +226,8 @@ class AsyncMemoryStore(StoreBase):
     purge_expired = _awaited(methods.purge_expired)
     cluster = _awaited(methods.cluster)
     layout = _awaited(methods.layout)
+    distribute = _awaited(methods.distribute)
+    cluster_state = _awaited(methods.cluster_state)
     recall = _awaited(methods.recall)
     signals = _awaited(methods.signals)
     idempotent = _awaited(methods.idempotent)

@@ -18,6 +18,7 @@ from typing import Any
 from harness import metrics, tracing
 from harness.errors import ConflictingState, InvalidInput, MemoryRejected
 from harness.identifiers import check_identifier
+from harness.memory.domain.distribution import ClusterState, DistributionReport
 from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.domain.ranking import Scored
 from harness.memory.domain.recall import RecallResult
@@ -46,6 +47,7 @@ from harness.memory.store.migrate import current_revision
 from harness.memory.store.observe import count_written, observe_recall
 from harness.memory.store.ops import memories as memory_ops
 from harness.memory.store.ops import vectors
+from harness.memory.store.ops.citus import cluster_state_op, distribute_op
 from harness.memory.store.ops.layout import ClusterReport, Layout, cluster_action, cluster_op
 from harness.memory.store.ops.layout import layout_op as layout_read
 from harness.memory.store.ops.retrieval import (
@@ -78,8 +80,10 @@ __all__ = [
     "audit",
     "check_embedding_model",
     "cluster",
+    "cluster_state",
     "delete_scope",
     "delete_workflow",
+    "distribute",
     "forget",
     "get",
     "history",
@@ -341,6 +345,45 @@ def cluster(
         cluster_action(lock_wait_s), cluster_op(wait_ms, index_mb), admits="owner"
     )
     return ClusterReport(before, after, time.perf_counter() - started)
+
+
+def distribute(store: StoreBase, *, shard_count: int | None = None) -> Plan[DistributionReport]:
+    """Shard the store by tenant on a Citus coordinator: every table with a ``tenant`` column
+    is distributed by it, co-located with ``memories``; the others become reference tables
+    (``alembic_version`` stays on the coordinator); the application role may log in (the
+    workers' connections log in as it). The table list is read from the schema, so after a
+    migration adds a table, run it again.
+
+    Side effects: moves existing rows to the shards (one transaction, as the tables' owner;
+    writes wait while it runs). ``shard_count`` (1-4096, default the server's
+    ``citus.shard_count``) applies to a new co-location group only. Idempotent: a second call
+    finds nothing to do.
+
+    Raises:
+        InvalidInput: ``shard_count`` out of range.
+        StoreMisconfigured: the server has no Citus.
+        ConflictingState: a table is already distributed differently (the table is named);
+            nothing is changed.
+    """
+    if shard_count is not None and (
+        isinstance(shard_count, bool)
+        or not isinstance(shard_count, int)
+        or not 1 <= shard_count <= 4096
+    ):
+        raise InvalidInput("shard_count must be an integer from 1 to 4096", fields=("shard_count",))
+    steps, granted = yield from in_transaction(
+        "distribute tables", distribute_op(shard_count), admits="owner"
+    )
+    state = yield from cluster_state(store)
+    assert state is not None  # distribute_op refused a server without Citus
+    return DistributionReport(steps, granted, state)
+
+
+def cluster_state(store: StoreBase) -> Plan[ClusterState | None]:
+    """The Citus cluster: its nodes, and per table of the schema whether it is distributed,
+    a reference or a local table, and its shard count; None on a server without Citus.
+    Read-only."""
+    return (yield from in_transaction("read cluster state", cluster_state_op(), admits="everyone"))
 
 
 def layout(store: StoreBase) -> Plan[Layout]:

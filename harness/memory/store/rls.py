@@ -1,4 +1,5 @@
-"""Row-level security at the connection edge: which role a pooled connection runs as.
+"""Row-level security at the connection edge: which role a pooled connection runs as, and
+(on Citus) that its transaction-local settings reach the workers.
 
 A superuser login (the embedded server's) bypasses row-level security, so each new pooled
 connection assumes the application role when the login may: every statement the store runs is
@@ -21,15 +22,21 @@ log = logging.getLogger(__name__)
 
 
 def assume_app_role(dbapi_connection: Any, _connection_record: Any) -> None:
-    """SQLAlchemy pool ``connect`` hook: ``SET ROLE harness_app`` when the login may assume it.
+    """SQLAlchemy pool ``connect`` hook: ``SET ROLE harness_app`` when the login may assume it;
+    on a Citus coordinator, also replay transaction-local settings on the workers.
 
-    Side effect: the session's current role (kept for the connection's lifetime). Without the
-    role (not migrated yet, or an operator's login that is the role itself) nothing changes.
+    Side effects: the session's current role and, on Citus, ``citus.propagate_set_commands``
+    (kept for the connection's lifetime). Without the role (not migrated yet, or an operator's
+    login that is the role itself) the role does not change. The worker connections Citus opens
+    log in as the current role: on a cluster it needs LOGIN (``harness-memory distribute``
+    grants it) and a way to authenticate to the workers (docs/scale-out.md).
     """
     try:
         with dbapi_connection.cursor() as cur:
             cur.execute(sql.APP_ROLE_PROBE, {"role": sql.APP_ROLE})
             row = cur.fetchone()
+            if row is not None and row[1]:
+                cur.execute(sql.CITUS_PROPAGATE)
             if row is not None and row[0]:
                 cur.execute(sql.APP_ROLE_ASSUME)
         dbapi_connection.commit()

@@ -223,6 +223,8 @@ class MemoryStore(StoreBase):
     purge_expired = _blocking(methods.purge_expired)
     cluster = _blocking(methods.cluster)
     layout = _blocking(methods.layout)
+    distribute = _blocking(methods.distribute)
+    cluster_state = _blocking(methods.cluster_state)
     recall = _blocking(methods.recall)
     signals = _blocking(methods.signals)
     idempotent = _blocking(methods.idempotent)

@@ -103,7 +103,11 @@ def reconcile_next_cleanup(
 
 
 def _reconcile_one(now: datetime, retry_delay: Callable[[int], timedelta]) -> Op[CleanupOutcome]:
-    row = (yield cleanup_sql.claim_next(now)).mappings().first()
+    row = None
+    for tenant, _oldest in (yield cleanup_sql.due_tenants(now)).all():
+        row = (yield cleanup_sql.claim_next(now, tenant)).mappings().first()
+        if row is not None:
+            break
     if row is None:
         return CleanupOutcome(None)
     task = CleanupTask(row["id"], row["tenant"], row["target"], row["target_id"], row["created_at"])

@@ -66,7 +66,8 @@ def _open(
     sweep_before: float,
 ) -> Op[None]:
     yield from _settle(caller, token, now, policy)
-    yield memo_sql.insert_memo(caller, token, digest, state, now)
+    touched = (yield memo_sql.next_touched(caller, token)).scalar_one()
+    yield memo_sql.insert_memo(caller, token, digest, state, now, int(touched))
     yield memo_sql.close_memos_over_cap(caller, token, policy.max_memos, now, policy.cap_reason)
     yield memo_sql.forget_ended_memos(caller, token, policy.max_ended)
     yield memo_sql.sweep_abandoned_memos(caller.tenant, sweep_before, policy.sweep_batch)

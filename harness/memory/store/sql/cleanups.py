@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from harness.memory.store.sql.schema import cleanup_tasks
 
-__all__ = ["claim_next", "count_open", "enqueue", "mark_done", "mark_failed"]
+__all__ = ["claim_next", "count_open", "due_tenants", "enqueue", "mark_done", "mark_failed"]
 
 c = cleanup_tasks.c
 
@@ -35,6 +35,16 @@ def claim_next(now: datetime, tenant: str | None = None) -> Select[Any]:
         c.done_at.is_(None), or_(c.next_attempt_at.is_(None), c.next_attempt_at <= now)
     )
     return stmt.order_by(c.created_at, c.id).limit(1).with_for_update(skip_locked=True)
+
+
+def due_tenants(now: datetime) -> Select[Any]:
+    """The tenants with an open task due at ``now``, the one with the oldest such task first
+    (no lock: the reconcile sweep then claims per tenant with :func:`claim_next`, a
+    single-shard ``FOR UPDATE`` that Citus can run, where a lock across shards it cannot)."""
+    due = select(c.tenant, func.min(c.created_at).label("oldest")).where(
+        c.done_at.is_(None), or_(c.next_attempt_at.is_(None), c.next_attempt_at <= now)
+    )
+    return due.group_by(c.tenant).order_by("oldest", c.tenant)
 
 
 def mark_done(tenant: str, task_id: str, at: datetime) -> Update:

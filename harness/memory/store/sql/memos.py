@@ -48,6 +48,7 @@ __all__ = [
     "lock_memo_caller",
     "memo_for_update",
     "memo_lock_name",
+    "next_touched",
     "sweep_abandoned_memos",
     "touch_memo",
 ]
@@ -105,8 +106,20 @@ def _next_touched(caller: Caller, token: str) -> ScalarSelect[Any]:
     )
 
 
-def insert_memo(caller: Caller, token: str, handle_sha256: str, state: str, now: float) -> Insert:
-    """A new open memo of ``caller`` holding ``token``, the most recently used."""
+def next_touched(caller: Caller, token: str) -> Select[Any]:
+    """One above the owner's highest use order (read before :func:`insert_memo`, under the
+    caller's memo lock)."""
+    return select(func.coalesce(func.max(mcp_memos.c.touched), 0) + 1).where(
+        _of_caller(mcp_memos, caller, token)
+    )
+
+
+def insert_memo(
+    caller: Caller, token: str, handle_sha256: str, state: str, now: float, touched: int
+) -> Insert:
+    """A new open memo of ``caller`` holding ``token``, the most recently used (``touched``
+    from :func:`next_touched`: Citus refuses a subquery inside ``INSERT ... VALUES``, and would
+    run an ``INSERT ... SELECT`` with an aggregate as a COPY, which row-level security refuses)."""
     return insert(mcp_memos).values(
         tenant=caller.tenant,
         handle_sha256=handle_sha256,
@@ -116,7 +129,7 @@ def insert_memo(caller: Caller, token: str, handle_sha256: str, state: str, now:
         token_sha256=token,
         state=state,
         last_used=now,
-        touched=_next_touched(caller, token),
+        touched=touched,
     )
 
 

@@ -397,12 +397,15 @@ def _outcome_columns(outcomes: Any) -> list[Any]:
 def _event_distance(kind: Any, memory_id: Any, qv: Any, polarity: str, tenant: Any = None) -> Any:
     """The nearest cosine distance of a lesson's ``polarity`` contexts to the query (NULL for
     other kinds, and for a lesson without such contexts). ``tenant``: the outer row's tenant
-    column (a co-located join), else the caller's."""
+    column (a co-located join, also pinned to the caller's tenant: the same rows, and Citus then
+    sees every relation of the query on one tenant and routes it to one shard), else the
+    caller's."""
     e = lesson_events.c
+    caller = e.tenant == bindparam("r_tenant", type_=String)
     nearest = (
         select(func.min(e.embedding.cosine_distance(qv)))
         .where(
-            e.tenant == (bindparam("r_tenant", type_=String) if tenant is None else tenant),
+            caller if tenant is None else and_(e.tenant == tenant, caller),
             e.memory_id == memory_id,
             e.polarity == polarity,
         )
@@ -641,8 +644,12 @@ def pool_probe(*, has_workflow: bool, has_session: bool) -> Select[Any]:
 def hnsw_settings(ef_search: int) -> TextClause:
     """Per-transaction HNSW settings in one round trip: iterative scans keep filtered ANN
     queries filled, and the caller has measured the pool as large, so a sequential scan is
-    never wanted (the planner's HNSW cost grows with ``ef_search`` and it would pick one)."""
+    never wanted (the planner's HNSW cost grows with ``ef_search`` and it would pick one).
+
+    ``SET LOCAL`` (not ``set_config``) so that Citus replays them on the shards' workers
+    (``sql/security.py``); three commands in one simple-protocol message (no parameters:
+    ``ef_search`` is an int rendered here)."""
     return text(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
-    ).bindparams(ef=str(int(ef_search)))
+        "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL enable_seqscan = off"
+    ).execution_options(no_parameters=True)

@@ -3,17 +3,25 @@
 Every tenant table has a policy admitting only rows whose ``tenant`` equals the transaction's
 ``harness.tenant`` setting (or every row while ``harness.all_tenants`` is on, which only the
 store's explicit maintenance transactions set). See ``migrations/versions/0003``.
+
+The settings are ``SET LOCAL`` commands, not ``set_config(..., true)`` calls: on a Citus
+coordinator a connection with ``citus.propagate_set_commands = 'local'`` (set at connect, see
+:data:`CITUS_PROPAGATE`) replays its ``SET LOCAL`` commands on every worker connection of the
+transaction, so the shards' policies see the same tenant; a function call is not replayed.
+``SET`` takes no bind parameter, so the tenant is rendered as a quoted literal by the driver's
+own literal processor at execution (``literal_execute``), never by string formatting here.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import TextClause, text
+from sqlalchemy import TextClause, bindparam, text
 
 __all__ = [
     "ALL_TENANTS_SETTING",
     "APP_ROLE",
     "APP_ROLE_ASSUME",
     "APP_ROLE_PROBE",
+    "CITUS_PROPAGATE",
     "RLS_TABLES",
     "TENANT_SETTING",
     "all_tenants",
@@ -41,13 +49,15 @@ RLS_TABLES = (
 
 
 def set_tenant(tenant: str) -> TextClause:
-    """Admit only ``tenant``'s rows until the transaction ends."""
-    return text(f"SELECT set_config('{TENANT_SETTING}', :tenant, true)").bindparams(tenant=tenant)
+    """Admit only ``tenant``'s rows until the transaction ends (on every shard it touches)."""
+    return text(f"SET LOCAL {TENANT_SETTING} = :tenant").bindparams(
+        bindparam("tenant", value=tenant, literal_execute=True)
+    )
 
 
 def all_tenants() -> TextClause:
     """Admit every tenant's rows until the transaction ends (explicit maintenance only)."""
-    return text(f"SELECT set_config('{ALL_TENANTS_SETTING}', 'on', true)")
+    return text(f"SET LOCAL {ALL_TENANTS_SETTING} = 'on'")
 
 
 def current_role() -> TextClause:
@@ -64,10 +74,15 @@ def set_local_role(role: str) -> TextClause:
     return text("SELECT set_config('role', :role, true)").bindparams(role=role)
 
 
-#: DBAPI-level probe run once per new pooled connection (before SQLAlchemy wraps it).
+#: DBAPI-level probe run once per new pooled connection (before SQLAlchemy wraps it): whether
+#: to assume the application role, and whether this database is a Citus one.
 APP_ROLE_PROBE = (
     "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %(role)s "
-    "AND pg_has_role(session_user, oid, 'MEMBER')) AND current_user <> %(role)s"
+    "AND pg_has_role(session_user, oid, 'MEMBER')) AND current_user <> %(role)s, "
+    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 )
+#: DBAPI-level, on a Citus database only: replay each transaction's ``SET LOCAL`` commands
+#: (tenant, HNSW settings) on the workers it reaches.
+CITUS_PROPAGATE = "SET citus.propagate_set_commands = 'local'"
 #: DBAPI-level: run the session's statements as the application role.
 APP_ROLE_ASSUME = f"SET ROLE {APP_ROLE}"
