@@ -142,6 +142,14 @@ class Asked:
     seconds: float
 
 
+def _spread(items: list[Any], n: int | None) -> list[Any]:
+    """``n`` items evenly spaced over ``items`` (all when None): every category appears."""
+    if n is None or n >= len(items):
+        return items
+    step = len(items) / n
+    return [items[int(i * step)] for i in range(n)]
+
+
 def ask_archive(
     store: MemoryStore, tenant: str, user: str, question: str, by_conv: dict[str, Conv]
 ) -> tuple[list[tuple[float, str, set[str], str]], float]:
@@ -215,7 +223,7 @@ def run_locomo(
 ) -> dict[str, Any]:
     convs = {s["sample_id"]: locomo_conversations(s) for s in data}
     emb.warm([t["text"] for cs in convs.values() for c in cs for t in c.turns], "conv-turns")
-    questions = [(s, q) for s in data for q in s["qa"] if q["evidence"]][:max_questions]
+    questions = _spread([(s, q) for s in data for q in s["qa"] if q["evidence"]], max_questions)
     emb.warm_queries([q["question"] for _, q in questions], "conv-questions")
     post_s, embedded = post(store, TENANT, [c for cs in convs.values() for c in cs])
     by_conv = {c.conversation_id: c for cs in convs.values() for c in cs}
@@ -273,7 +281,7 @@ def run_memories(
         )
         for m, (dia, _, _) in zip(written, turns, strict=True):
             dia_of[m.id] = dia
-    questions = [(s, q) for s in data for q in s["qa"] if q["evidence"]][:max_questions]
+    questions = _spread([(s, q) for s in data for q in s["qa"] if q["evidence"]], max_questions)
     out: dict[str, Any] = {}
     split_of = {s["sample_id"]: ("dev" if n < 5 else "test") for n, s in enumerate(data)}
     per: dict[str, list[tuple[int, set[str], list[str]]]] = {"dev": [], "test": []}
@@ -411,7 +419,7 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         result: dict[str, Any] = {"smoke": smoke, "k": K, "neighbours": NEIGHBOURS}
-        max_q = 60 if smoke else None
+        max_q = 40 if smoke else None
         result["archive"] = run_locomo(store, emb, data, max_q)
         result["memories_per_turn"] = run_memories(store, emb, data, max_q)
         texts = [t["text"] for s in data for c in locomo_conversations(s) for t in c.turns]

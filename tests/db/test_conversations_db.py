@@ -64,6 +64,26 @@ CHAT = [
 ]
 
 
+#: Another conversation of the same user: what a real archive holds around the one that matters.
+SMALL_TALK = [
+    turn(n, text, "user" if n % 2 == 0 else "assistant", minutes=600)
+    for n, text in enumerate(
+        [
+            "Good morning, how was the weekend?",
+            "It was fine, we went hiking by the lake.",
+            "Can you suggest a recipe for dinner tonight?",
+            "A tomato pasta with basil is quick to make.",
+            "What is the weather like for Friday?",
+            "Sunny in the morning, rain in the afternoon.",
+            "Please draft a short thank-you note for the team.",
+            "Thank you all for the hard work this month.",
+            "Remind me about the dentist appointment next week.",
+            "Noted: the dentist appointment is on Tuesday.",
+        ]
+    )
+]
+
+
 def stored_rows(facade: Facade, tenant: str, user: str) -> list[tuple[Any, ...]]:
     with all_tenants(facade.store) as conn:
         return list(
@@ -141,6 +161,7 @@ def test_recall_returns_the_callers_dated_passage_with_neighbours(
     facade: Facade, tenant: str, other_tenant: str
 ) -> None:
     facade.put_conversation(tenant=tenant, user_id="alice", conversation_id="c1", turns=CHAT)
+    facade.put_conversation(tenant=tenant, user_id="alice", conversation_id="c0", turns=SMALL_TALK)
     bob = [turn(0, "Motor P-7 bearing noise, ticket MT-5120.")]
     facade.put_conversation(tenant=tenant, user_id="bob", conversation_id="c9", turns=bob)
     facade.put_conversation(tenant=other_tenant, user_id="alice", conversation_id="c9", turns=bob)
@@ -162,12 +183,19 @@ def test_recall_returns_the_callers_dated_passage_with_neighbours(
 
 def test_recall_keeps_whole_passages_within_the_budget(facade: Facade, tenant: str) -> None:
     facade.put_conversation(tenant=tenant, user_id="alice", conversation_id="c1", turns=CHAT)
+    facade.put_conversation(tenant=tenant, user_id="alice", conversation_id="c0", turns=SMALL_TALK)
     full = facade.recall_conversations(
-        tenant=tenant, user_id="alice", query="MT-4471", k=1, neighbours=1
+        tenant=tenant, user_id="alice", query="MT-4471", k=1, neighbours=1, threshold=0.0
     )
     size = len(full.passages[0].render())
     tight = facade.recall_conversations(
-        tenant=tenant, user_id="alice", query="MT-4471", k=1, neighbours=1, budget_chars=size - 1
+        tenant=tenant,
+        user_id="alice",
+        query="MT-4471",
+        k=1,
+        neighbours=1,
+        budget_chars=size - 1,
+        threshold=0.0,
     )
     assert tight.passages == () and tight.left_out == 1 and tight.text == NOTHING_RELEVANT
 

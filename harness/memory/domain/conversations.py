@@ -77,6 +77,16 @@ class PutConversation:
     unchanged: int
     removed: int
 
+    def summary(self) -> dict[str, Any]:
+        """The answer's JSON body (the ingest endpoint's)."""
+        return {
+            "conversation_id": self.conversation_id,
+            "turns": self.turns,
+            "embedded": self.embedded,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+        }
+
 
 @dataclass(frozen=True)
 class ConversationSummary:

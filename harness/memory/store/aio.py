@@ -251,6 +251,7 @@ class AsyncMemoryStore(StoreBase):
     retirement_proposals = _awaited(lessons.retirement_proposals)
     retire = _awaited(lessons.retire)
     put_conversation = _awaited(conversation_ops.put_conversation)
+    put_conversation_once = _awaited(conversation_ops.put_conversation_once)
     recall_conversations = _awaited(conversation_ops.recall_conversations)
     read_conversation = _awaited(conversation_ops.read_conversation)
     find_in_conversation = _awaited(conversation_ops.find_in_conversation)

@@ -248,6 +248,7 @@ class MemoryStore(StoreBase):
     retirement_proposals = _blocking(lessons.retirement_proposals)
     retire = _blocking(lessons.retire)
     put_conversation = _blocking(conversation_ops.put_conversation)
+    put_conversation_once = _blocking(conversation_ops.put_conversation_once)
     recall_conversations = _blocking(conversation_ops.recall_conversations)
     read_conversation = _blocking(conversation_ops.read_conversation)
     find_in_conversation = _blocking(conversation_ops.find_in_conversation)

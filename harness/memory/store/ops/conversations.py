@@ -33,11 +33,13 @@ from harness.memory.domain.conversations import (
     render_passages,
     text_sha,
 )
+from harness.memory.domain.idempotency import Answer, IdempotencyOutcome, Idempotent
 from harness.memory.domain.ranking import Scored, fuse
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store import sql
 from harness.memory.store.base import StoreBase
 from harness.memory.store.executors import Blocking, Op
+from harness.memory.store.ops import memories as memory_ops
 from harness.memory.store.ops.retrieval import MISS, known_query_vector, remember_query_vector
 from harness.memory.store.plans import Plan, embedded, in_transaction, query_vector, read
 from harness.memory.store.sql import conversations as conv_sql
@@ -49,6 +51,7 @@ __all__ = [
     "list_conversations",
     "purge_old_conversations",
     "put_conversation",
+    "put_conversation_once",
     "read_conversation",
     "recall_conversations",
     "set_conversation_retention",
@@ -103,6 +106,51 @@ def put_conversation(
     vectors = yield from embedded(lambda: _embed(store.embedder, [t.text for t in wanted]))
     op = _put(store, tenant, user_id, cid, checked, vectors)
     return (yield from in_transaction("put conversation", op, tenant))
+
+
+def put_conversation_once(
+    store: StoreBase,
+    *,
+    tenant: str,
+    user_id: str,
+    conversation_id: str,
+    turns: Sequence[Turn | Mapping[str, Any]],
+    idempotency_key: str,
+    request_sha256: str,
+) -> Plan[Idempotent]:
+    """:func:`put_conversation` once per (tenant, ``idempotency_key``), as memory ingest's
+    keyed writes: a repeat with the same body (``request_sha256``) gets the first answer
+    back (``REPLAY``), another body gets ``CONFLICT`` and nothing is stored. The answer's
+    payload is :meth:`PutConversation.summary`, code 201. Raises like :func:`put_conversation`.
+    """
+    tenant, user_id = _caller(tenant, user_id)
+    cid = check_conversation_id(conversation_id)
+    key = check_identifier(idempotency_key, "Idempotency-Key")
+    checked = check_turns(cid, turns)
+    stored = yield from read("read conversation", tenant, lambda: _stored(tenant, user_id, cid))
+    wanted = [turn for turn in checked if _needs_vector(turn, stored)]
+    vectors = yield from embedded(lambda: _embed(store.embedder, [t.text for t in wanted]))
+    op = _put_once(store, tenant, user_id, cid, checked, vectors, key, request_sha256)
+    return (yield from in_transaction("put conversation", op, tenant))
+
+
+def _put_once(
+    store: StoreBase,
+    tenant: str,
+    user_id: str,
+    cid: str,
+    turns: tuple[Turn, ...],
+    vectors: dict[str, list[float]] | None,
+    key: str,
+    request_sha256: str,
+) -> Op[Idempotent]:
+    record = yield from memory_ops.idempotency_lookup(tenant, key)
+    if record is not None:
+        return memory_ops.replay(record, request_sha256)
+    put = yield from _put(store, tenant, user_id, cid, turns, vectors)
+    answer = Answer(201, put.summary())
+    yield from memory_ops.idempotency_record(tenant, key, request_sha256, answer, store.clock.now())
+    return Idempotent(IdempotencyOutcome.NEW, answer)
 
 
 def _stored(tenant: str, user_id: str, cid: str) -> Op[dict[int, tuple[Any, ...]]]:
@@ -295,10 +343,18 @@ def _recall_op(
     store: StoreBase,
     bar: float | None,
 ) -> Op[tuple[list[ConversationHit], dict[str, list[Turn]], dict[str, datetime]]]:
-    stmt = conv_sql.conversation_recall_scores(with_vector=qv is not None)
+    n_docs = (yield conv_sql.user_turn_count(tenant, user_id)).scalar_one()
+    if not n_docs:
+        return [], {}, {}
+    # As memory recall: an exact scan for a small archive, the HNSW index past ``large_pool``.
+    large = qv is not None and n_docs > store.retriever.config.large_pool
+    if large:
+        yield sql.hnsw_settings(store.retriever.config.ef_search)
+    stmt = conv_sql.conversation_recall_scores(with_vector=qv is not None, exact=not large)
     bind: dict[str, Any] = {
         "tenant": tenant,
         "user_id": user_id,
+        "n_docs": int(n_docs),
         "q_text": query,
         "stopwords": list(sql.STOPWORDS),
         "depth": depth,

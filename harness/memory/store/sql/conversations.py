@@ -51,6 +51,7 @@ __all__ = [
     "stored_turn_hashes",
     "update_turn_metadata",
     "upsert_conversation",
+    "user_turn_count",
 ]
 
 c = conversations.c
@@ -262,12 +263,23 @@ def neighbour_turns() -> Select[Any]:
     )
 
 
+def user_turn_count(tenant: str, user_id: str) -> Select[Any]:
+    """How many turns the user's archive holds (their conversations' sizes, summed)."""
+    return select(func.coalesce(func.sum(c.turns), 0)).where(_of(c, tenant, user_id))
+
+
 @lru_cache(maxsize=4)
-def conversation_recall_scores(*, with_vector: bool) -> Select[Any]:
-    """The caller's turns ranked by vector (exact cosine over the user's turns) and by
-    IDF-weighted full text, full-outer-joined: rows (conversation_id, seq, sim, vrank, lex,
-    coverage, idf_coverage, max_idf, lrank). Binds ``tenant``, ``user_id``, ``q_text``,
-    ``stopwords``, ``depth`` and, with vectors, ``qv``."""
+def conversation_recall_scores(*, with_vector: bool, exact: bool = True) -> Select[Any]:
+    """The caller's turns ranked by vector and by IDF-weighted full text (memory recall's
+    lexical ranking, over turns), full-outer-joined: rows (key ``conversation_id:seq``, sim,
+    vrank, lex, coverage, idf_coverage, max_idf, lrank).
+
+    ``exact`` ranks vectors by an exact distance over the user's turns; otherwise by the HNSW
+    index with the user filter applied during the scan (run it with ``hnsw_settings``). Full
+    text reads the user's turns through the primary key (row-level security keeps the GIN
+    index out: ``@@`` is not leakproof); N for the IDF is ``n_docs``, the user's turn count.
+    Binds ``tenant``, ``user_id``, ``n_docs``, ``q_text``, ``stopwords``, ``depth`` and, with
+    vectors, ``qv``."""
     depth = bindparam("depth", type_=Integer)
     q = select(_query_lexemes().label("lexemes")).cte("q").prefix_with("MATERIALIZED")
 
@@ -301,21 +313,20 @@ def conversation_recall_scores(*, with_vector: bool) -> Select[Any]:
     )
     # A turn's key as one text value (the lexical ranking keys rows by one ``id`` column).
     key = (t.conversation_id + literal(":") + func.cast(t.seq, Text)).label("id")
-    columns: list[Any] = [
-        key,
-        literal("user").label("scope"),
-        literal("fact").label("kind"),
-        t.text_sha256.label("fingerprint"),
-        t.tsv,
-    ]
-    if with_vector:
-        qv = bindparam("qv", type_=conversation_turns.c.embedding.type)
-        columns.append(t.embedding.cosine_distance(qv).label("d"))
     mine = and_(t.tenant == bindparam("tenant"), t.user_id == bindparam("user_id"))
-    # OFFSET 0: each distance is computed once per row, not once per expression reading it.
-    pool = select(*columns).where(mine).offset(0).cte("pool").prefix_with("MATERIALIZED")
-    n_docs = select(func.count()).select_from(pool).scalar_subquery()
-    fts = _idf_lexical_ranks(qt, pool, n_docs, depth)
+    source = (
+        select(
+            key,
+            literal("user").label("scope"),
+            literal("fact").label("kind"),
+            t.text_sha256.label("fingerprint"),
+            t.tsv,
+        )
+        .where(mine)
+        .subquery("lex_source")
+    )
+    n_docs = bindparam("n_docs", type_=Integer)
+    fts = _idf_lexical_ranks(qt, source, n_docs, depth)
     lexical = [fts.c.lex, fts.c.coverage, fts.c.idf_coverage, fts.c.max_idf, fts.c.lrank]
     if not with_vector:
         return select(
@@ -324,13 +335,30 @@ def conversation_recall_scores(*, with_vector: bool) -> Select[Any]:
             literal_column("NULL::bigint").label("vrank"),
             *lexical,
         )
-    top = (
-        select(pool.c.id, pool.c.fingerprint, pool.c.d)
-        .where(pool.c.d.is_not(None))
-        .order_by(pool.c.d, pool.c.fingerprint, pool.c.id)
-        .limit(depth)
-        .subquery("top")
-    )
+    qv = bindparam("qv", type_=conversation_turns.c.embedding.type)
+    d = t.embedding.cosine_distance(qv)
+    if exact:
+        # OFFSET 0: each distance is computed once per row, not once per expression reading it.
+        dist = (
+            select(key, t.text_sha256.label("fingerprint"), d.label("d"))
+            .where(mine, t.embedding.is_not(None))
+            .offset(0)
+            .subquery("dist")
+        )
+        top = (
+            select(dist.c.id, dist.c.d)
+            .order_by(dist.c.d, dist.c.fingerprint, dist.c.id)
+            .limit(depth)
+            .subquery("top")
+        )
+    else:
+        top = (
+            select(key, d.label("d"))
+            .where(mine, t.embedding.is_not(None))
+            .order_by(d)
+            .limit(depth)
+            .subquery("top")
+        )
     vec = select(
         top.c.id,
         (1 - top.c.d).label("sim"),
