@@ -796,6 +796,10 @@ from harness.cli.lessons import lessons_app  # noqa: E402
 
 app.add_typer(lessons_app, name="lessons")
 
+from harness.cli.conversations import conversations_app  # noqa: E402
+
+app.add_typer(conversations_app, name="conversations")
+
 
 def main() -> None:  # pragma: no cover - console-script shim
     app()
