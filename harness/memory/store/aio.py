@@ -260,6 +260,7 @@ class AsyncMemoryStore(StoreBase):
     delete_user_conversations = _awaited(conversation_ops.delete_user_conversations)
     set_conversation_retention = _awaited(conversation_ops.set_conversation_retention)
     purge_old_conversations = _awaited(conversation_ops.purge_old_conversations)
+    source_passage = _awaited(conversation_ops.source_passage)
     restore = _awaited(lessons.restore)
 
     # --- the executor --------------------------------------------------------------------------

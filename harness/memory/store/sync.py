@@ -257,6 +257,7 @@ class MemoryStore(StoreBase):
     delete_user_conversations = _blocking(conversation_ops.delete_user_conversations)
     set_conversation_retention = _blocking(conversation_ops.set_conversation_retention)
     purge_old_conversations = _blocking(conversation_ops.purge_old_conversations)
+    source_passage = _blocking(conversation_ops.source_passage)
     restore = _blocking(lessons.restore)
 
     # --- the executor --------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from harness.memory.domain.conversations import (
     ConversationHit,
     ConversationRecall,
     ConversationSummary,
+    Passage,
     PutConversation,
     Turn,
     check_conversation_id,
@@ -38,6 +39,7 @@ from harness.memory.domain.ranking import Scored, fuse
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store import sql
 from harness.memory.store.base import StoreBase
+from harness.memory.store.checks import as_uuid
 from harness.memory.store.executors import Blocking, Op
 from harness.memory.store.ops import memories as memory_ops
 from harness.memory.store.ops.retrieval import MISS, known_query_vector, remember_query_vector
@@ -55,6 +57,7 @@ __all__ = [
     "read_conversation",
     "recall_conversations",
     "set_conversation_retention",
+    "source_passage",
 ]
 
 log = logging.getLogger(__name__)
@@ -267,8 +270,9 @@ def recall_conversations(
     memory recall's RRF), judged like memory recall (so "nothing relevant" is an honest
     answer), the best ``k`` hits each with ``neighbours`` turns either side, grouped into
     dated passages per conversation, whole passages within ``budget_chars``. ``threshold``
-    overrides the probability a hit needs (default :data:`CONVERSATION_THRESHOLD`; 0 keeps
-    the best ``k`` whatever they score).
+    overrides the probability the best hit needs (default :data:`CONVERSATION_THRESHOLD`; 0
+    keeps the best ``k`` whatever they score): below it the answer is "nothing relevant";
+    above it the best ``k`` hits come back.
 
     Read-only (a replica may answer). Never raises because of the database: a failure returns
     an empty result with ``degraded=True`` and logs a warning.
@@ -381,7 +385,12 @@ def _recall_op(
             )
         )
     ranking = replace(store.retriever.ranking, top_n=k)
-    kept, _ = fuse(scored, ranking, lexical_only=qv is None, threshold=bar)
+    # "Nothing relevant" is judged on the best hit: when it passes, the next best come with
+    # it whatever they score (a passage's lesser hits are its context, as its neighbours are).
+    kept, _ = fuse(scored, ranking, lexical_only=qv is None, threshold=0.0)
+    passing = ranking.bar(lexical_only=qv is None, override=bar)
+    if not kept or (ranking.use_floor and kept[0].probability < passing):
+        return [], {}, {}
     hits = [
         ConversationHit(*where[r.scored.id], fused=r.fused, probability=r.probability) for r in kept
     ]
@@ -477,6 +486,55 @@ def list_conversations(
 def _list(tenant: str, user_id: str, limit: int) -> Op[list[ConversationSummary]]:
     rows = yield conv_sql.list_conversations(tenant, user_id, limit)
     return [ConversationSummary(*row) for row in rows]
+
+
+def source_passage(
+    store: StoreBase,
+    memory_id: uuid.UUID | str,
+    *,
+    tenant: str,
+    user_id: str,
+    neighbours: int = 1,
+) -> Plan[Passage | None]:
+    """The passage a memory was extracted from: its source turn (``Source.turn_id``) with
+    ``neighbours`` turns either side, from the caller's own archive. None when the memory has
+    no conversation source, or its conversation is not the caller's (or was forgotten).
+    Read-only.
+
+    Raises:
+        MemoryNotFound: the tenant has no memory with that id. InvalidInput: bad arguments.
+    """
+    mid = as_uuid(memory_id)
+    tenant, user_id = _caller(tenant, user_id)
+    neighbours = _whole(neighbours, "neighbours", 0, 20)
+    op = _source(tenant, user_id, mid, neighbours)
+    return (yield from read("source passage", tenant, lambda: op))
+
+
+def _source(tenant: str, user_id: str, mid: uuid.UUID, neighbours: int) -> Op[Passage | None]:
+    memory = yield from memory_ops.get(tenant, mid)
+    if memory is None:
+        raise MemoryNotFound(f"memory {mid} not found")
+    cid, turn_id = memory.source.conversation_id, memory.source.turn_id
+    if cid is None:
+        return None
+    seq: int | None = None
+    if turn_id is not None:
+        seq = (yield conv_sql.turn_seq_of(tenant, user_id, cid, turn_id)).scalar_one_or_none()
+    lo, hi = (0, 2 * neighbours) if seq is None else (seq - neighbours, seq + neighbours)
+    rows = list(
+        (
+            yield conv_sql.read_conversation_turns(
+                tenant, user_id, cid, max(lo, 0), hi, 2 * neighbours + 1
+            )
+        )
+    )
+    turns = tuple(Turn(s, ts, role, text, tid) for _, s, ts, role, text, tid, _ in rows)
+    if not turns:
+        return None
+    started = rows[0][6]
+    hits = (seq,) if seq is not None else ()
+    return Passage(cid, started, hits, turns, fused=0.0, probability=1.0)
 
 
 # --- deletion and retention ----------------------------------------------------------------------

@@ -49,6 +49,7 @@ __all__ = [
     "read_conversation_turns",
     "set_conversation_retention",
     "stored_turn_hashes",
+    "turn_seq_of",
     "update_turn_metadata",
     "upsert_conversation",
     "user_turn_count",
@@ -168,6 +169,13 @@ def list_conversations_by_id(tenant: str, user_id: str, conversation_id: str) ->
     """The user's conversation with that id (no row: not the caller's, or none)."""
     return select(c.conversation_id).where(
         _of(c, tenant, user_id), c.conversation_id == conversation_id
+    )
+
+
+def turn_seq_of(tenant: str, user_id: str, conversation_id: str, turn_id: str) -> Select[Any]:
+    """The seq of the user's turn with that turn id (no row: not the caller's, or none)."""
+    return select(t.seq).where(
+        _of(t, tenant, user_id), t.conversation_id == conversation_id, t.turn_id == turn_id
     )
 
 
