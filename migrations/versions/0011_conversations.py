@@ -4,7 +4,7 @@
 turn times; ``conversation_turns`` one row per turn (seq, turn id, timestamp, role, text), its
 vector inline like a memory's (migration 0007) under an HNSW index, and its full-text vector
 (``simple`` + ``english``, as memories) under a GIN index. ``conversation_settings`` keeps a
-tenant's retention in days. Tenant is the first column of every primary and foreign key (the
+tenant's settings by name (its retention in days). Tenant is the first column of every primary and foreign key (the
 tables are distributed by tenant on Citus); row-level security and grants as migration 0009.
 ``memories`` gets the conversation and turn a memory was extracted from, and the cleanup
 queue a ``user`` target (a deleted user's archive).
@@ -129,12 +129,11 @@ def upgrade() -> None:
     op.create_table(
         "conversation_settings",
         sa.Column("tenant", sa.String(200), nullable=False),
-        sa.Column("retention_days", sa.Integer),
-        sa.PrimaryKeyConstraint("tenant", name="pk_conversation_settings"),
-        sa.CheckConstraint(
-            "retention_days IS NULL OR retention_days > 0",
-            name="ck_conversation_settings_retention_days",
-        ),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("value", sa.Integer),
+        sa.PrimaryKeyConstraint("tenant", "name", name="pk_conversation_settings"),
+        sa.CheckConstraint("name IN ('retention_days')", name="ck_conversation_settings_name"),
+        sa.CheckConstraint("value IS NULL OR value > 0", name="ck_conversation_settings_value"),
     )
     _tenant_table("conversation_settings")
     op.add_column("memories", sa.Column("source_conversation_id", sa.String(128)))

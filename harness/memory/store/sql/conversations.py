@@ -132,10 +132,10 @@ def delete_user_conversations(tenant: str, user_id: str) -> ReturningDelete[Any]
 
 def set_conversation_retention(tenant: str, days: int | None) -> Insert:
     """Set the tenant's retention (days after a conversation's last turn; None: kept)."""
-    stmt = pg_insert(conversation_settings).values(tenant=tenant, retention_days=days)
+    s = conversation_settings.c
+    stmt = pg_insert(conversation_settings).values(tenant=tenant, name="retention_days", value=days)
     return stmt.on_conflict_do_update(
-        index_elements=[conversation_settings.c.tenant],
-        set_={"retention_days": stmt.excluded.retention_days},
+        index_elements=[s.tenant, s.name], set_={"value": stmt.excluded.value}
     )
 
 
@@ -143,12 +143,13 @@ def delete_expired_conversations(now: Any) -> ReturningDelete[Any]:
     """Delete, in every tenant with a retention, the conversations whose last turn is older
     than it; returns (tenant, user_id, conversation_id)."""
     s = conversation_settings.c
-    cutoff = literal(now) - func.make_interval(0, 0, 0, s.retention_days)
+    cutoff = literal(now) - func.make_interval(0, 0, 0, s.value)
     return (
         delete(conversations)
         .where(
             s.tenant == c.tenant,
-            s.retention_days.is_not(None),
+            s.name == "retention_days",
+            s.value.is_not(None),
             c.last_at < cutoff,
         )
         .returning(c.tenant, c.user_id, c.conversation_id)

@@ -351,14 +351,17 @@ conversation_turns = Table(
     Index("ix_conversation_turns_tsv", "tsv", postgresql_using="gin"),
 )
 
-#: Per tenant, how many days conversations are kept after their last turn (None: for ever).
+#: Per tenant, the archive's settings by name: ``retention_days``, how many days conversations
+#: are kept after their last turn (no row, or NULL: for ever).
 conversation_settings = Table(
     "conversation_settings",
     metadata,
     Column("tenant", String(200), nullable=False),
-    PrimaryKeyConstraint("tenant"),
-    Column("retention_days", Integer),
-    CheckConstraint("retention_days IS NULL OR retention_days > 0", name="retention_days"),
+    Column("name", String(64), nullable=False),
+    PrimaryKeyConstraint("tenant", "name"),
+    Column("value", Integer),
+    CheckConstraint("name IN ('retention_days')", name="name"),
+    CheckConstraint("value IS NULL OR value > 0", name="value"),
 )
 
 store_meta = Table(
