@@ -1,7 +1,8 @@
 """Conversation recall through the archive, beside today's memories-per-turn path, in one run.
 
-``python -m bench.conversations [--smoke] [--longmemeval PATH]`` writes
-``bench/results/conversations.json`` (``conversations-smoke.json`` with ``--smoke``).
+``python -m bench.conversations [--smoke] [--latency-only] [--longmemeval PATH]`` writes
+``bench/results/conversations.json`` (``conversations-smoke.json`` with ``--smoke``;
+``conversations-latency.json`` with ``--latency-only``, the 10k-turn user alone).
 
 LoCoMo (``../shared/data/locomo10.json``, CC BY-NC 4.0, read in place): each sample is one
 user, each of its sessions one conversation posted with ``put_conversation`` (turn text
@@ -33,16 +34,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import CachedEmbedder, fresh_store, percentiles, reconnect
+from bench.common import CachedEmbedder, fresh_store, percentiles
 from bench.locomo import load as load_locomo
 from bench.locomo import turns_of
-from harness.memory import (
-    MemoryCandidate,
-    MemoryStore,
-    RankingConfig,
-    RecallConfig,
-    RecallRequest,
-)
+from harness.memory import MemoryCandidate, MemoryStore, RecallRequest
 
 RESULTS = Path(__file__).parent / "results"
 FIXTURE = Path(__file__).parent / "data" / "longmemeval_fixture.json"
@@ -183,7 +178,9 @@ def scores(
     adversarial = [a for a in asked if a.category == 5]
 
     def kept(a: Asked, k: int) -> list[tuple[float, str, int]]:
-        return a.hits[:k] if a.hits and a.hits[0][0] >= bar else []
+        # The store's gate: the best probability among the k it would return.
+        top = a.hits[:k]
+        return top if top and max(h[0] for h in top) >= bar else []
 
     def window(cid: str, seq: int) -> list[dict[str, Any]]:
         turns = by_conv[cid].turns
@@ -250,9 +247,6 @@ def run_locomo(
     by_conv = {c.conversation_id: c for cs in convs.values() for c in cs}
     dev_ids = {s["sample_id"] for n, s in enumerate(data) if n < 5}
     judged = ask_all(store, questions)
-    # The same questions ranked by the fused rank alone (no judge): a baseline ordering.
-    with reconnect(store, RecallConfig(ranking=RankingConfig(use_floor=False))) as fused_store:
-        fused = ask_all(fused_store, questions)
     split = {
         "dev": [n for n, (s, _) in enumerate(questions) if s["sample_id"] in dev_ids],
         "test": [n for n, (s, _) in enumerate(questions) if s["sample_id"] not in dev_ids],
@@ -276,9 +270,8 @@ def run_locomo(
             "chosen": scores(part, chosen, by_conv),
             "chosen_neighbours_2": scores(part, chosen, by_conv, 2),
             "memory_judge_threshold": scores(part, default_bar, by_conv),
-            "unjudged_judge_order": scores(part, 0.0, by_conv),
-            "unjudged_fused_order": scores([fused[n] for n in rows], 0.0, by_conv),
-            "unjudged_fused_order_neighbours_2": scores([fused[n] for n in rows], 0.0, by_conv, 2),
+            "unjudged": scores(part, 0.0, by_conv),
+            "unjudged_neighbours_2": scores(part, 0.0, by_conv, 2),
         }
     result["sweep_dev"] = [scores(dev, bar, by_conv) for bar in GRID]
     return result
@@ -438,6 +431,7 @@ def run_longmemeval(store: MemoryStore, path: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str]) -> dict[str, Any]:
     smoke = "--smoke" in argv
+    latency_only = "--latency-only" in argv
     lme = Path(argv[argv.index("--longmemeval") + 1]) if "--longmemeval" in argv else FIXTURE
     data = load_locomo()[: 1 if smoke else None]
     emb = CachedEmbedder.load()
@@ -446,19 +440,26 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     try:
         result: dict[str, Any] = {"smoke": smoke, "k": K, "neighbours": NEIGHBOURS}
         max_q = 40 if smoke else None
-        result["archive"] = run_locomo(store, emb, data, max_q)
-        result["memories_per_turn"] = run_memories(store, emb, data, max_q)
         texts = [t["text"] for s in data for c in locomo_conversations(s) for t in c.turns]
-        result["latency_user"] = run_latency(store, emb, texts, 20 if smoke else 200)
-        result["longmemeval"] = run_longmemeval(store, lme)
+        if latency_only:
+            emb.warm(texts, "conv-turns")
+            result["latency_user"] = run_latency(store, emb, texts, 20 if smoke else 200)
+        else:
+            result["archive"] = run_locomo(store, emb, data, max_q)
+            result["memories_per_turn"] = run_memories(store, emb, data, max_q)
+            result["latency_user"] = run_latency(store, emb, texts, 20 if smoke else 200)
+            result["longmemeval"] = run_longmemeval(store, lme)
         result["seconds"] = round(time.perf_counter() - started, 1)
     finally:
         store.close()
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("conversations-smoke.json" if smoke else "conversations.json")
+    name = "conversations-latency" if latency_only else "conversations"
+    out = RESULTS / (f"{name}-smoke.json" if smoke else f"{name}.json")
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in result.items() if k != "archive"}, indent=2))
-    print(json.dumps({k: v for k, v in result["archive"].items() if k != "sweep_dev"}, indent=2))
+    if "archive" in result:
+        archive = {k: v for k, v in result["archive"].items() if k != "sweep_dev"}
+        print(json.dumps(archive, indent=2))
     print(f"wrote {out}")
     return result
 
