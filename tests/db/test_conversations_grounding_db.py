@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -103,3 +104,27 @@ def test_a_bad_source_id_is_refused() -> None:
             content="x",
             source=Source(conversation_id="../etc"),
         )
+
+
+def test_the_user_deleted_hook_removes_the_archive_and_user_memories(
+    store: MemoryStore, tenant: str, tmp_path: Any
+) -> None:
+    from product_adapter import ProductAdapter
+
+    store.put_conversation(tenant=tenant, user_id="alice", conversation_id="plan", turns=TURNS)
+    store.put_conversation(tenant=tenant, user_id="bob", conversation_id="plan", turns=TURNS)
+    kept = store.write(
+        MemoryCandidate(tenant=tenant, scope="user", scope_id="bob", kind="fact", content="Bob's.")
+    )
+    store.write(
+        MemoryCandidate(tenant=tenant, scope="user", scope_id="alice", kind="fact", content="Hers.")
+    )
+    adapter = ProductAdapter(store, tmp_path / "spool.jsonl")
+    assert adapter.user_deleted(tenant, "alice")
+    assert store.list_conversations(tenant=tenant, user_id="alice") == []
+    assert [c.conversation_id for c in store.list_conversations(tenant=tenant, user_id="bob")] == [
+        "plan"
+    ]
+    assert store.get(kept.id, tenant=tenant) is not None
+    assert store.browse(tenant) == [store.get(kept.id, tenant=tenant)]
+    assert adapter.user_deleted(tenant, "alice")  # idempotent
