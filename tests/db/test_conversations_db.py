@@ -27,8 +27,11 @@ class CountingEmbedder(HashEmbedder):
     def __init__(self) -> None:
         super().__init__()
         self.embedded: list[str] = []
+        self.fail = False
 
     def embed(self, texts: Any) -> list[list[float]]:
+        if self.fail:
+            raise RuntimeError("model down")
         self.embedded += list(texts)
         return super().embed(texts)
 
@@ -114,6 +117,23 @@ def test_reposting_an_unchanged_conversation_embeds_nothing(facade: Facade, tena
     )
     assert (grown.embedded, grown.unchanged) == (2, 3)
     assert embedder.embedded == [CHAT[3]["text"], CHAT[4]["text"]]
+
+
+def test_turns_stored_while_the_model_failed_get_vectors_on_the_next_post(
+    facade: Facade, tenant: str
+) -> None:
+    facade.store.embedder.fail = True
+    down = facade.put_conversation(
+        tenant=tenant, user_id="alice", conversation_id="c1", turns=CHAT[:2]
+    )
+    assert (down.turns, down.embedded) == (2, 0)
+    assert [r[3] for r in stored_rows(facade, tenant, "alice")] == [False, False]
+    facade.store.embedder.fail = False
+    back = facade.put_conversation(
+        tenant=tenant, user_id="alice", conversation_id="c1", turns=CHAT[:2]
+    )
+    assert back.embedded == 2
+    assert [r[3] for r in stored_rows(facade, tenant, "alice")] == [True, True]
 
 
 def test_posting_again_replaces_the_conversation(facade: Facade, tenant: str) -> None:

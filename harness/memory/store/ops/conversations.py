@@ -105,7 +105,7 @@ def put_conversation(
     cid = check_conversation_id(conversation_id)
     checked = check_turns(cid, turns)
     stored = yield from read("read conversation", tenant, lambda: _stored(tenant, user_id, cid))
-    wanted = [turn for turn in checked if _needs_vector(turn, stored)]
+    wanted = [turn for turn in checked if _needs_vector(turn, stored, store.embedder)]
     vectors = yield from embedded(lambda: _embed(store.embedder, [t.text for t in wanted]))
     op = _put(store, tenant, user_id, cid, checked, vectors)
     return (yield from in_transaction("put conversation", op, tenant))
@@ -131,7 +131,7 @@ def put_conversation_once(
     key = check_identifier(idempotency_key, "Idempotency-Key")
     checked = check_turns(cid, turns)
     stored = yield from read("read conversation", tenant, lambda: _stored(tenant, user_id, cid))
-    wanted = [turn for turn in checked if _needs_vector(turn, stored)]
+    wanted = [turn for turn in checked if _needs_vector(turn, stored, store.embedder)]
     vectors = yield from embedded(lambda: _embed(store.embedder, [t.text for t in wanted]))
     op = _put_once(store, tenant, user_id, cid, checked, vectors, key, request_sha256)
     return (yield from in_transaction("put conversation", op, tenant))
@@ -161,9 +161,17 @@ def _stored(tenant: str, user_id: str, cid: str) -> Op[dict[int, tuple[Any, ...]
     return {row[0]: tuple(row) for row in rows}
 
 
-def _needs_vector(turn: Turn, stored: Mapping[int, tuple[Any, ...]]) -> bool:
+def _needs_vector(
+    turn: Turn, stored: Mapping[int, tuple[Any, ...]], embedder: Embedder | None
+) -> bool:
+    """New, changed (text or turn id), or stored without a vector (the model failed then)."""
     old = stored.get(turn.seq)
-    return old is None or old[1] != turn.turn_id or old[2] != text_sha(turn.text)
+    return (
+        old is None
+        or old[1] != turn.turn_id
+        or old[2] != text_sha(turn.text)
+        or (embedder is not None and not old[5])
+    )
 
 
 def _embed(embedder: Embedder | None, texts: list[str]) -> dict[str, list[float]] | None:
@@ -204,7 +212,7 @@ def _put(
     # Read again under the row lock: another post may have landed since the first read.
     stored = yield from _stored(tenant, user_id, cid)
     new_seqs = {t.seq for t in turns}
-    rewrite = [t for t in turns if _needs_vector(t, stored)]
+    rewrite = [t for t in turns if _needs_vector(t, stored, store.embedder)]
     gone = [seq for seq in stored if seq not in new_seqs]
     drop = gone + [t.seq for t in rewrite if t.seq in stored]
     if drop:
@@ -238,7 +246,7 @@ def _put(
         | {"ts": turn.ts, "role": turn.role}
         for turn in turns
         if turn.seq in stored
-        and not _needs_vector(turn, stored)
+        and not _needs_vector(turn, stored, store.embedder)
         and (stored[turn.seq][3] != turn.ts or stored[turn.seq][4] != turn.role)
     ]
     if moved:
