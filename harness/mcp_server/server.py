@@ -202,7 +202,8 @@ def build_server(
         "harness-memory",
         version=__version__,
         instructions="Long-term memory for this user and project. Use recall_memories before "
-        "answering questions about earlier work; use the recallset_* tools as a scratchpad "
+        "answering questions about earlier work, recall_my_conversations to search this user's "
+        "own earlier conversations verbatim; use the recallset_* tools as a scratchpad "
         "for the current task (recallset_open gives a memo handle; memos are never stored "
         "long-term).",
         token_verifier=verifier,
