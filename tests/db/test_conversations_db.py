@@ -272,3 +272,27 @@ def test_retention_purges_conversations_past_it(facade: Facade, tenant: str) -> 
         c.conversation_id for c in facade.list_conversations(tenant=tenant, user_id="alice")
     ] == ["new"]
     assert {r[0] for r in stored_rows(facade, tenant, "alice")} == {"new"}
+
+
+def test_a_large_archive_ranks_by_the_index_and_still_finds_identifiers(
+    db_url: str, tenant: str, runner: asyncio.Runner
+) -> None:
+    """Past ``large_pool`` turns the vectors come from the HNSW index and full text ranks their
+    candidates plus the turns holding one of the query's identifiers."""
+    from harness.memory import RecallConfig
+    from harness.memory.store.sync import MemoryStore
+
+    with MemoryStore.connect(
+        db_url,
+        embedder=CountingEmbedder(),
+        migrate=False,
+        check_model=False,
+        recall=RecallConfig(large_pool=3),
+    ) as big:
+        big.put_conversation(tenant=tenant, user_id="alice", conversation_id="c1", turns=CHAT)
+        big.put_conversation(tenant=tenant, user_id="alice", conversation_id="c0", turns=SMALL_TALK)
+        result = big.recall_conversations(
+            tenant=tenant, user_id="alice", query="MT-4471", k=2, threshold=0.0
+        )
+    assert [h.conversation_id for h in result.hits][:1] == ["c1"]
+    assert result.hits[0].seq in (2, 3)

@@ -195,6 +195,9 @@ ROUTED: dict[str, Callable[[], Any]] = {
     "conversations.conversation_recall_scores[hnsw]": lambda: (
         conversations_sql.conversation_recall_scores(with_vector=True, exact=False)
     ),
+    "conversations.conversation_recall_scores[hnsw_ids]": lambda: (
+        conversations_sql.conversation_recall_scores(with_vector=True, exact=False, with_ids=True)
+    ),
     "conversations.conversation_recall_scores[lexical]": lambda: (
         conversations_sql.conversation_recall_scores(with_vector=False)
     ),

@@ -9,6 +9,7 @@ fusion and the "nothing relevant" judgement are memory recall's (:func:`~harness
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -344,6 +345,18 @@ def _query_vector(store: StoreBase, query: str) -> Plan[list[float] | None]:
     return remember_query_vector(store.embedder, query, cache, vector)
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def identifier_query(query: str) -> str:
+    """A tsquery (OR) of the query's words holding a digit (``MT-4471``, ``N-11``, ``K2``):
+    a large archive ranks the turns holding them by full text whatever the vectors say."""
+    words = dict.fromkeys(
+        w.lower() for w in _IDENTIFIER.findall(query) if any(ch.isdigit() for ch in w)
+    )
+    return " | ".join(f"'{w}'" for w in list(words)[:16])
+
+
 def _recall_op(
     tenant: str,
     user_id: str,
@@ -362,7 +375,10 @@ def _recall_op(
     large = qv is not None and n_docs > store.retriever.config.large_pool
     if large:
         yield sql.hnsw_settings(store.retriever.config.ef_search)
-    stmt = conv_sql.conversation_recall_scores(with_vector=qv is not None, exact=not large)
+    ids = identifier_query(query) if large else ""
+    stmt = conv_sql.conversation_recall_scores(
+        with_vector=qv is not None, exact=not large, with_ids=bool(ids)
+    )
     bind: dict[str, Any] = {
         "tenant": tenant,
         "user_id": user_id,
@@ -371,6 +387,7 @@ def _recall_op(
         "stopwords": list(sql.STOPWORDS),
         "depth": depth,
         **({"qv": qv} if qv is not None else {}),
+        **({"id_query": ids} if ids else {}),
     }
     where: dict[uuid.UUID, tuple[str, int]] = {}
     scored: list[Scored] = []

@@ -21,10 +21,12 @@ from sqlalchemy import (
     Update,
     and_,
     bindparam,
+    cast,
     delete,
     func,
     literal,
     literal_column,
+    or_,
     select,
     update,
 )
@@ -277,18 +279,24 @@ def user_turn_count(tenant: str, user_id: str) -> Select[Any]:
     return select(func.coalesce(func.sum(c.turns), 0)).where(_of(c, tenant, user_id))
 
 
-@lru_cache(maxsize=4)
-def conversation_recall_scores(*, with_vector: bool, exact: bool = True) -> Select[Any]:
+@lru_cache(maxsize=8)
+def conversation_recall_scores(
+    *, with_vector: bool, exact: bool = True, with_ids: bool = False
+) -> Select[Any]:
     """The caller's turns ranked by vector and by IDF-weighted full text (memory recall's
     lexical ranking, over turns), full-outer-joined: rows (key ``conversation_id:seq``, sim,
     vrank, lex, coverage, idf_coverage, max_idf, lrank).
 
-    ``exact`` ranks vectors by an exact distance over the user's turns; otherwise by the HNSW
-    index with the user filter applied during the scan (run it with ``hnsw_settings``). Full
-    text reads the user's turns through the primary key (row-level security keeps the GIN
-    index out: ``@@`` is not leakproof); N for the IDF is ``n_docs``, the user's turn count.
-    Binds ``tenant``, ``user_id``, ``n_docs``, ``q_text``, ``stopwords``, ``depth`` and, with
-    vectors, ``qv``."""
+    ``exact`` ranks vectors by an exact distance over the user's turns and full text over all
+    of them (N for the IDF: ``n_docs``, the user's turn count). Otherwise (a large archive)
+    vectors come from the HNSW index with the user filter applied during the scan (run it with
+    ``hnsw_settings``) and full text ranks only the vector candidates plus, ``with_ids``, the
+    turns holding one of the query's identifiers (``id_query``, a tsquery of words with a
+    digit): ranking every turn holding any query word costs 100 ms and more at 10k turns, and
+    an identifier the vectors miss is what full text is for. Row-level security keeps the GIN
+    index out (``@@`` is not leakproof), so full text reads the user's turns by primary key.
+    Binds ``tenant``, ``user_id``, ``n_docs``, ``q_text``, ``stopwords``, ``depth``, with
+    vectors ``qv``, ``with_ids`` ``id_query``."""
     depth = bindparam("depth", type_=Integer)
     q = select(_query_lexemes().label("lexemes")).cte("q").prefix_with("MATERIALIZED")
 
@@ -323,6 +331,53 @@ def conversation_recall_scores(*, with_vector: bool, exact: bool = True) -> Sele
     # A turn's key as one text value (the lexical ranking keys rows by one ``id`` column).
     key = (t.conversation_id + literal(":") + func.cast(t.seq, Text)).label("id")
     mine = and_(t.tenant == bindparam("tenant"), t.user_id == bindparam("user_id"))
+    vec = None
+    if with_vector:
+        qv = bindparam("qv", type_=conversation_turns.c.embedding.type)
+        d = t.embedding.cosine_distance(qv)
+        if exact:
+            # OFFSET 0: each distance is computed once per row, not once per reader.
+            dist = (
+                select(key, t.text_sha256.label("fingerprint"), d.label("d"))
+                .where(mine, t.embedding.is_not(None))
+                .offset(0)
+                .subquery("dist")
+            )
+            top = (
+                select(dist.c.id, dist.c.d)
+                .order_by(dist.c.d, dist.c.fingerprint, dist.c.id)
+                .limit(depth)
+                .subquery("top")
+            )
+        else:
+            top = (
+                select(key, d.label("d"))
+                .where(mine, t.embedding.is_not(None))
+                .order_by(d)
+                .limit(depth)
+                .subquery("top")
+            )
+        vec = (
+            select(
+                top.c.id,
+                (1 - top.c.d).label("sim"),
+                func.rank().over(order_by=top.c.d).label("vrank"),
+            )
+            .cte("vec")
+            .prefix_with("MATERIALIZED")
+        )
+    in_source: Any = mine
+    n_docs: Any = bindparam("n_docs", type_=Integer)
+    if vec is not None and not exact:
+        candidates = select(func.array_agg(vec.c.id)).scalar_subquery()
+        near = key == func.any(cast(candidates, ARRAY(Text)))
+        if with_ids:
+            ids = func.to_tsquery(
+                literal_column("'simple'::regconfig"), bindparam("id_query", type_=Text)
+            )
+            near = or_(near, t.tsv.op("@@")(ids))
+        in_source = and_(mine, near)
+        n_docs = None  # the matched set itself, as memory recall's bounded full text
     source = (
         select(
             key,
@@ -331,48 +386,18 @@ def conversation_recall_scores(*, with_vector: bool, exact: bool = True) -> Sele
             t.text_sha256.label("fingerprint"),
             t.tsv,
         )
-        .where(mine)
+        .where(in_source)
         .subquery("lex_source")
     )
-    n_docs = bindparam("n_docs", type_=Integer)
     fts = _idf_lexical_ranks(qt, source, n_docs, depth)
     lexical = [fts.c.lex, fts.c.coverage, fts.c.idf_coverage, fts.c.max_idf, fts.c.lrank]
-    if not with_vector:
+    if vec is None:
         return select(
             fts.c.id,
             literal_column("NULL::float8").label("sim"),
             literal_column("NULL::bigint").label("vrank"),
             *lexical,
         )
-    qv = bindparam("qv", type_=conversation_turns.c.embedding.type)
-    d = t.embedding.cosine_distance(qv)
-    if exact:
-        # OFFSET 0: each distance is computed once per row, not once per expression reading it.
-        dist = (
-            select(key, t.text_sha256.label("fingerprint"), d.label("d"))
-            .where(mine, t.embedding.is_not(None))
-            .offset(0)
-            .subquery("dist")
-        )
-        top = (
-            select(dist.c.id, dist.c.d)
-            .order_by(dist.c.d, dist.c.fingerprint, dist.c.id)
-            .limit(depth)
-            .subquery("top")
-        )
-    else:
-        top = (
-            select(key, d.label("d"))
-            .where(mine, t.embedding.is_not(None))
-            .order_by(d)
-            .limit(depth)
-            .subquery("top")
-        )
-    vec = select(
-        top.c.id,
-        (1 - top.c.d).label("sim"),
-        func.rank().over(order_by=top.c.d).label("vrank"),
-    ).cte("vec")
     return select(
         func.coalesce(vec.c.id, fts.c.id).label("id"),
         vec.c.sim,
