@@ -21,13 +21,12 @@ from sqlalchemy import (
     Update,
     and_,
     bindparam,
-    cast,
     delete,
     func,
     literal,
     literal_column,
-    or_,
     select,
+    union,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -351,7 +350,7 @@ def conversation_recall_scores(
             )
         else:
             top = (
-                select(key, d.label("d"))
+                select(key, t.conversation_id.label("cid"), t.seq.label("seq"), d.label("d"))
                 .where(mine, t.embedding.is_not(None))
                 .order_by(d)
                 .limit(depth)
@@ -362,33 +361,42 @@ def conversation_recall_scores(
                 top.c.id,
                 (1 - top.c.d).label("sim"),
                 func.rank().over(order_by=top.c.d).label("vrank"),
+                *([top.c.cid, top.c.seq] if not exact else []),
             )
             .cte("vec")
             .prefix_with("MATERIALIZED")
         )
-    in_source: Any = mine
     n_docs: Any = bindparam("n_docs", type_=Integer)
+    lexical_columns = [
+        key,
+        literal("user").label("scope"),
+        literal("fact").label("kind"),
+        t.text_sha256.label("fingerprint"),
+        t.tsv,
+    ]
+    source: Any
     if vec is not None and not exact:
-        candidates = select(func.array_agg(vec.c.id)).scalar_subquery()
-        near = key == func.any(cast(candidates, ARRAY(Text)))
+        # The vector candidates by primary key (a key expression would scan every turn).
+        near = (
+            select(*lexical_columns)
+            .select_from(
+                conversation_turns.join(
+                    vec, and_(t.conversation_id == vec.c.cid, t.seq == vec.c.seq)
+                )
+            )
+            .where(mine)
+        )
         if with_ids:
             ids = func.to_tsquery(
                 literal_column("'simple'::regconfig"), bindparam("id_query", type_=Text)
             )
-            near = or_(near, t.tsv.op("@@")(ids))
-        in_source = and_(mine, near)
+            held = select(*lexical_columns).where(mine, t.tsv.op("@@")(ids))
+            source = union(near, held).subquery("lex_source")
+        else:
+            source = near.subquery("lex_source")
         n_docs = None  # the matched set itself, as memory recall's bounded full text
-    source = (
-        select(
-            key,
-            literal("user").label("scope"),
-            literal("fact").label("kind"),
-            t.text_sha256.label("fingerprint"),
-            t.tsv,
-        )
-        .where(in_source)
-        .subquery("lex_source")
-    )
+    else:
+        source = select(*lexical_columns).where(mine).subquery("lex_source")
     fts = _idf_lexical_ranks(qt, source, n_docs, depth)
     lexical = [fts.c.lex, fts.c.coverage, fts.c.idf_coverage, fts.c.max_idf, fts.c.lrank]
     if vec is None:
