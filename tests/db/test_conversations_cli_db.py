@@ -8,8 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from harness.cli.app import app
+from harness.cli import app
 from harness.memory import MemoryStore
+from tests.support.hash_embedder import HashEmbedder
 
 runner = CliRunner()
 
@@ -28,9 +29,16 @@ def line(session: str, seq: int, role: str, text: str) -> str:
     )
 
 
+def reader(url: str) -> MemoryStore:
+    """A store for reading back what the CLI did (the CLI's model is this database's; this
+    store embeds nothing and records no model)."""
+    return MemoryStore.connect(url, embedder=HashEmbedder(), migrate=False, check_model=False)
+
+
 def test_import_is_idempotent_and_recall_lists_and_forgets(
-    store: MemoryStore, tenant: str, db_url: str, tmp_path: Path
+    tenant: str, private_db_url: str, tmp_path: Path
 ) -> None:
+    db_url = private_db_url
     path = tmp_path / "alice.funes.jsonl"
     path.write_text(
         "\n".join(
@@ -49,7 +57,8 @@ def test_import_is_idempotent_and_recall_lists_and_forgets(
     assert "imported 2 conversations, 4 turns embedded" in first.output
     again = runner.invoke(app, ["conversations", "import", str(path), *args])
     assert "imported 2 conversations, 0 turns embedded" in again.output
-    turns = store.read_conversation(tenant=tenant, user_id="alice", conversation_id="handover")
+    with reader(db_url) as store:
+        turns = store.read_conversation(tenant=tenant, user_id="alice", conversation_id="handover")
     assert [t.turn_id for t in turns] == ["handover-0", "handover-1"]
     listed = runner.invoke(app, ["conversations", "list", *args])
     assert "handover" in listed.output and "lunch" in listed.output
@@ -61,8 +70,9 @@ def test_import_is_idempotent_and_recall_lists_and_forgets(
 
 
 def test_a_malformed_line_names_its_number_and_imports_nothing(
-    store: MemoryStore, tenant: str, db_url: str, tmp_path: Path
+    tenant: str, private_db_url: str, tmp_path: Path
 ) -> None:
+    db_url = private_db_url
     path = tmp_path / "bad.jsonl"
     path.write_text(line("s1", 0, "user", "fine") + "\n{not json\n")
     out = runner.invoke(
@@ -70,4 +80,5 @@ def test_a_malformed_line_names_its_number_and_imports_nothing(
         ["conversations", "import", str(path), "--tenant", tenant, "--user", "a", "--url", db_url],
     )
     assert out.exit_code == 2 and "line 2" in out.output
-    assert store.list_conversations(tenant=tenant, user_id="a") == []
+    with reader(db_url) as store:
+        assert store.list_conversations(tenant=tenant, user_id="a") == []
