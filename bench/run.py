@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--out-dir", type=Path, default=None, help="where to write (smoke: bench/.work/smoke)"
     )
     parser.add_argument(
-        "--only", default="recallset,quality,locomo,latency", help="comma-separated sections"
+        "--only",
+        default="recallset,quality,locomo,latency,conversations",
+        help="comma-separated sections",
     )
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
@@ -121,6 +123,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if args.smoke
             else latency.run([1000, 10000, 100000], n_questions=100, write_n=5000)
         )
+    if "conversations" in sections:
+        from bench import conversations
+
+        result["conversations"] = {
+            k: v
+            for k, v in conversations.main(["--smoke"] if args.smoke else []).items()
+            if k != "archive"
+        }
     if "peers" in sections and not args.smoke:
         try:
             import langgraph.store.postgres  # noqa: F401 - only to know the extra is there

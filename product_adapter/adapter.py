@@ -26,7 +26,7 @@ __all__ = ["Backoff", "ProductAdapter"]
 
 log = logging.getLogger(__name__)
 
-Target = Literal["workflow", "session"]
+Target = Literal["workflow", "session", "user"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,12 @@ class ProductAdapter:
     def session_ended(self, tenant: str, session_id: str) -> bool:
         """Delete the session's memories in one transaction; queued when the store fails."""
         return self._hook(tenant, "session", session_id)
+
+    def user_deleted(self, tenant: str, user_id: str) -> bool:
+        """Delete the user's user-scope memories and their conversation archive (text and
+        vectors) in one transaction; queued when the store fails. Never raises because of
+        the memory store."""
+        return self._hook(tenant, "user", user_id)
 
     def _hook(self, tenant: str, target: Target, target_id: str) -> bool:
         check_identifier(tenant, "tenant")

@@ -851,6 +851,9 @@ from harness.cli.portability import export_command, import_command  # noqa: E402
 
 app.command("export")(export_command)
 app.command("import")(import_command)
+from harness.cli.conversations import conversations_app  # noqa: E402
+
+app.add_typer(conversations_app, name="conversations")
 
 
 def main() -> None:  # pragma: no cover - console-script shim

@@ -22,6 +22,10 @@ from starlette.responses import Response
 from harness import metrics, tracing
 from harness._version import __version__
 from harness.errors import HarnessError, InvalidInput
+from harness.mcp_server.conversations import (
+    ConversationIngestHandler,
+    register_conversation_tools,
+)
 from harness.mcp_server.identity import TokenFileVerifier
 from harness.mcp_server.ingest import IngestHandler
 from harness.mcp_server.memo_book import LocalMemoBook, MemoBook
@@ -215,7 +219,8 @@ def build_server(
         "harness-memory",
         version=__version__,
         instructions="Long-term memory for this user and project. Use recall_memories before "
-        "answering questions about earlier work; use the recallset_* tools as a scratchpad "
+        "answering questions about earlier work, recall_my_conversations to search this user's "
+        "own earlier conversations verbatim; use the recallset_* tools as a scratchpad "
         "for the current task (recallset_open gives a memo handle; memos are never stored "
         "long-term).",
         token_verifier=verifier,
@@ -392,7 +397,19 @@ def build_server(
     async def recallset_overview(memo: str) -> CallToolResult:
         return await on_memo("recallset_overview", memo, {})
 
+    register_conversation_tools(
+        server, store, caller, output_chars=lim.output_chars, timeout_s=lim.timeout_s
+    )
+
     if ingest_key:
+        conversation_handler = ConversationIngestHandler(store, ingest_key)
+
+        async def ingest_conversation(request: Request) -> Response:
+            return await conversation_handler(request)
+
+        server.custom_route("/v1/conversations/{conversation_id}", methods=["POST"])(
+            ingest_conversation
+        )
         handler = IngestHandler(store, ingest_key)
 
         async def ingest(request: Request) -> Response:

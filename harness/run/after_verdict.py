@@ -140,17 +140,21 @@ def teach(
     output: str | None,
     extract: bool,
     placed: Sequence[uuid.UUID] = (),
+    conversation: tuple[str | None, str | None] = (None, None),
 ) -> Teaching:
     """Everything a finished run leaves behind: what it teaches its lessons (:func:`learn`),
     then (when the final verdict accepted ``output`` and ``extract``) the extractor's
-    candidates, each written. A broken extractor costs its candidates only (logged)."""
+    candidates, each written (grounded in ``conversation``: the archived conversation and
+    turn the run answered, when known). A broken extractor costs its candidates only."""
     out = yield from learn(
         verdicts, caller=caller, task_input=task_input, run_id=run_id, placed=placed
     )
     accepted = bool(verdicts) and verdicts[-1].accepted
     cands: list[MemoryCandidate] = []
     if extract and accepted and output is not None:
-        ctx = ExtractionContext.for_caller(caller, run_id)
+        ctx = ExtractionContext.for_caller(
+            caller, run_id, conversation_id=conversation[0], turn_id=conversation[1]
+        )
         try:
             cands += yield Extract(task_input, output, ctx)
         except Exception as exc:  # a broken extractor must not break the run

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import InvalidInput
 from harness.memory.domain.caller import Caller
+from harness.memory.domain.conversations import check_conversation_id
 from harness.memory.domain.types import Kind, MemoryCandidate, Origin, Scope, Source
 from harness.settings import Settings
 
@@ -31,16 +32,40 @@ class ExtractionContext(Caller):
     """
 
     run_id: str = ""
+    #: The archived conversation (and its turn) the run answered, when it has one: the
+    #: candidates keep them as their source (``Source.conversation_id`` / ``turn_id``).
+    conversation_id: str | None = None
+    turn_id: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.run_id, str) or not self.run_id:
             raise InvalidInput("run_id: must be a non-empty string", fields=("run_id",))
+        if self.conversation_id is not None:
+            check_conversation_id(self.conversation_id)
+        if self.turn_id is not None and self.conversation_id is None:
+            raise InvalidInput("turn_id: needs a conversation_id", fields=("turn_id",))
 
     @classmethod
-    def for_caller(cls, caller: Caller, run_id: str) -> ExtractionContext:
-        """The context of run ``run_id`` made for ``caller``."""
-        return cls(caller.tenant, caller.user_id, caller.workflow_id, caller.session_id, run_id)
+    def for_caller(
+        cls,
+        caller: Caller,
+        run_id: str,
+        *,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> ExtractionContext:
+        """The context of run ``run_id`` made for ``caller`` (in that archived conversation
+        and turn, when given)."""
+        return cls(
+            caller.tenant,
+            caller.user_id,
+            caller.workflow_id,
+            caller.session_id,
+            run_id,
+            conversation_id,
+            turn_id,
+        )
 
     @property
     def caller(self) -> Caller:
@@ -85,7 +110,12 @@ def _candidate(
             key=key,
             content=content,
             priority=priority,
-            source=Source(origin=Origin.COMPLETION, run_id=ctx.run_id),
+            source=Source(
+                origin=Origin.COMPLETION,
+                run_id=ctx.run_id,
+                conversation_id=ctx.conversation_id,
+                turn_id=ctx.turn_id,
+            ),
         )
     except InvalidInput as exc:
         log.warning("extractor proposed an invalid candidate, dropped: %s", exc)

@@ -193,6 +193,7 @@ def _write_after_verdict(
         output=outcome.output,
         extract=extract,
         placed=placed_ids(outcome.recall),
+        conversation=(run.conversation_id, run.turn_id),
     )
     outcome.learned = done.learned
     outcome.memories_written += done.written

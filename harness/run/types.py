@@ -88,6 +88,14 @@ class RunInput(CallerFields):
     """
 
     input: StrictStr = Field(min_length=1, max_length=100_000)
+    #: The archived conversation this run answers in, and the turn it answers (optional):
+    #: memories the run's extractor writes keep them as their source.
+    conversation_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$"
+    )
+    turn_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
 
 
 #: (lowest, highest) accepted value of each EngineConfig field.

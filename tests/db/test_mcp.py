@@ -57,6 +57,10 @@ def test_tools_are_listed_with_schemas(
         "recallset_mark",
         "recallset_read",
         "recallset_overview",
+        "recall_my_conversations",
+        "read_conversation",
+        "find_in_conversation",
+        "list_my_conversations",
     }
     recall = tools["recall_memories"]
     assert "last time" in (recall.description or "")

@@ -25,6 +25,9 @@ TABLES = {
     "mcp_memos",
     "lesson_events",
     "lesson_scores",
+    "conversations",
+    "conversation_turns",
+    "conversation_settings",
 }
 
 

@@ -71,6 +71,13 @@ def seed(store: MemoryStore, tenant: str) -> None:
             "verdicts": [{"accepted": True, "id": "v2"}],
         }
     )
+    store.put_conversation(  # the conversation archive (its conversation, turns, settings)
+        tenant=tenant,
+        user_id="alice",
+        conversation_id="c1",
+        turns=[{"seq": 0, "ts": T0.isoformat(), "role": "user", "text": "tea please"}],
+    )
+    store.set_conversation_retention(tenant=tenant, days=30)
     with as_tenant(store, tenant) as conn:  # an MCP RecallSet memo
         conn.execute(insert_memo(Caller(tenant, "alice"), "", "0" * 64, "{}", 0.0, 1))
 

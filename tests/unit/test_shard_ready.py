@@ -29,6 +29,7 @@ from harness.memory.domain.listing import BrowseFilter
 from harness.memory.domain.types import Kind, Scope
 from harness.memory.store.sql import cleanups as adapter_sql
 from harness.memory.store.sql import console as console_sql
+from harness.memory.store.sql import conversations as conversations_sql
 from harness.memory.store.sql import layout as layout_sql
 from harness.memory.store.sql import lessons as lessons_sql
 from harness.memory.store.sql import memories as memories_sql
@@ -49,6 +50,9 @@ TENANT_TABLES = {
     "mcp_memos",
     "lesson_events",
     "lesson_scores",
+    "conversations",
+    "conversation_turns",
+    "conversation_settings",
 }
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -196,6 +200,57 @@ ROUTED: dict[str, Callable[[], Any]] = {
     "portability.import_scores": lambda: portability_sql.import_scores(
         [{"tenant": "t", "memory_id": ID, "n": 1, "mean": 0.5, "m2": 0.0}]
     ),
+    "conversations.upsert_conversation": lambda: conversations_sql.upsert_conversation(
+        {
+            "tenant": "t",
+            "user_id": "u",
+            "conversation_id": "c",
+            "started_at": NOW,
+            "last_at": NOW,
+            "turns": 1,
+            "stored_at": NOW,
+        }
+    ),
+    "conversations.stored_turn_hashes": lambda: conversations_sql.stored_turn_hashes("t", "u", "c"),
+    "conversations.delete_conversation_turns": lambda: conversations_sql.delete_conversation_turns(
+        "t", "u", "c", [1]
+    ),
+    "conversations.insert_conversation_turns": conversations_sql.insert_conversation_turns,
+    "conversations.update_turn_metadata": conversations_sql.update_turn_metadata,
+    "conversations.delete_conversation": lambda: conversations_sql.delete_conversation(
+        "t", "u", "c"
+    ),
+    "conversations.delete_user_conversations": lambda: conversations_sql.delete_user_conversations(
+        "t", "u"
+    ),
+    "conversations.set_conversation_retention": lambda: (
+        conversations_sql.set_conversation_retention("t", 30)
+    ),
+    "conversations.list_conversations": lambda: conversations_sql.list_conversations("t", "u", 5),
+    "conversations.list_conversations_by_id": lambda: conversations_sql.list_conversations_by_id(
+        "t", "u", "c"
+    ),
+    "conversations.turn_seq_of": lambda: conversations_sql.turn_seq_of("t", "u", "c", "m1"),
+    "conversations.read_conversation_turns": lambda: conversations_sql.read_conversation_turns(
+        "t", "u", "c", 0, 5, 10
+    ),
+    "conversations.find_in_conversation_turns": lambda: (
+        conversations_sql.find_in_conversation_turns("t", "u", "c", "x", 10)
+    ),
+    "conversations.neighbour_turns": conversations_sql.neighbour_turns,
+    "conversations.user_turn_count": lambda: conversations_sql.user_turn_count("t", "u"),
+    "conversations.conversation_recall_scores[exact]": lambda: (
+        conversations_sql.conversation_recall_scores(with_vector=True, exact=True)
+    ),
+    "conversations.conversation_recall_scores[hnsw]": lambda: (
+        conversations_sql.conversation_recall_scores(with_vector=True, exact=False)
+    ),
+    "conversations.conversation_recall_scores[hnsw_ids]": lambda: (
+        conversations_sql.conversation_recall_scores(with_vector=True, exact=False, with_ids=True)
+    ),
+    "conversations.conversation_recall_scores[lexical]": lambda: (
+        conversations_sql.conversation_recall_scores(with_vector=False)
+    ),
 }
 
 #: Builders that are cross-tenant by nature (maintenance sweeps and status counts: multi-shard
@@ -235,6 +290,8 @@ NOT_ROUTED = {
     "layout.cluster_memories": "table rewrite (maintenance; on Citus, per shard)",
     "layout.analyze_memories": "planner statistics (maintenance)",
     "layout.maintenance_settings": "session settings",
+    "conversations.delete_expired_conversations": "the retention purge sweeps every tenant "
+    "with a retention (maintenance, multi-shard)",
 }
 
 
@@ -250,6 +307,7 @@ def _builders() -> set[str]:
         "layout": layout_sql,
         "adapter": adapter_sql,
         "portability": portability_sql,
+        "conversations": conversations_sql,
     }
     return {
         f"{label}.{name}"

@@ -181,11 +181,18 @@ def _storable(value: str | None) -> str | None:
 
 
 class Source(FrozenModel):
-    """Provenance of a memory: origin, and the run and verdict that produced it."""
+    """Provenance of a memory: origin, and the run and verdict that produced it; for a memory
+    extracted from a conversation of the archive, that conversation's id and the turn's."""
 
     origin: Origin = Origin.API
     run_id: StrictStr | None = Field(default=None, max_length=200)
     verdict_id: StrictStr | None = Field(default=None, max_length=200)
+    conversation_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$"
+    )
+    turn_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
 
     @field_validator("origin", mode="before")
     @classmethod

@@ -40,6 +40,7 @@ from harness.memory.store.connect import (
 from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_async
 from harness.memory.store.ops import cleanups, lessons, listing, memos, portability, runs
+from harness.memory.store.ops import conversations as conversation_ops
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -253,6 +254,17 @@ class AsyncMemoryStore(StoreBase):
     lesson_events = _awaited(lessons.lesson_events)
     retirement_proposals = _awaited(lessons.retirement_proposals)
     retire = _awaited(lessons.retire)
+    put_conversation = _awaited(conversation_ops.put_conversation)
+    put_conversation_once = _awaited(conversation_ops.put_conversation_once)
+    recall_conversations = _awaited(conversation_ops.recall_conversations)
+    read_conversation = _awaited(conversation_ops.read_conversation)
+    find_in_conversation = _awaited(conversation_ops.find_in_conversation)
+    list_conversations = _awaited(conversation_ops.list_conversations)
+    forget_conversation = _awaited(conversation_ops.forget_conversation)
+    delete_user_conversations = _awaited(conversation_ops.delete_user_conversations)
+    set_conversation_retention = _awaited(conversation_ops.set_conversation_retention)
+    purge_old_conversations = _awaited(conversation_ops.purge_old_conversations)
+    source_passage = _awaited(conversation_ops.source_passage)
     restore = _awaited(lessons.restore)
     export_memories = _awaited(portability.export_memories)
     import_memories = _awaited(portability.import_memories)

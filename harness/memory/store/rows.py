@@ -54,7 +54,11 @@ def memory_from_row(row: Mapping[Any, Any]) -> Memory:
         priority=row["priority"],
         status=Status(row["status"]),
         source=Source(
-            origin=Origin(row["origin"]), run_id=row.get("run_id"), verdict_id=row.get("verdict_id")
+            origin=Origin(row["origin"]),
+            run_id=row.get("run_id"),
+            verdict_id=row.get("verdict_id"),
+            conversation_id=row.get("source_conversation_id"),
+            turn_id=row.get("source_turn_id"),
         ),
         created_at=row["created_at"],
         expires_at=row.get("expires_at"),

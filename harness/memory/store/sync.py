@@ -37,6 +37,7 @@ from harness.memory.store.db import translate_errors
 from harness.memory.store.executors import run_sync
 from harness.memory.store.migrate import check_schema_current, upgrade_to_head
 from harness.memory.store.ops import cleanups, lessons, listing, memos, portability, runs
+from harness.memory.store.ops import conversations as conversation_ops
 from harness.memory.store.ops import status as status_ops
 from harness.memory.store.ops.retrieval import embed_queries
 from harness.memory.store.plans import (
@@ -250,6 +251,17 @@ class MemoryStore(StoreBase):
     lesson_events = _blocking(lessons.lesson_events)
     retirement_proposals = _blocking(lessons.retirement_proposals)
     retire = _blocking(lessons.retire)
+    put_conversation = _blocking(conversation_ops.put_conversation)
+    put_conversation_once = _blocking(conversation_ops.put_conversation_once)
+    recall_conversations = _blocking(conversation_ops.recall_conversations)
+    read_conversation = _blocking(conversation_ops.read_conversation)
+    find_in_conversation = _blocking(conversation_ops.find_in_conversation)
+    list_conversations = _blocking(conversation_ops.list_conversations)
+    forget_conversation = _blocking(conversation_ops.forget_conversation)
+    delete_user_conversations = _blocking(conversation_ops.delete_user_conversations)
+    set_conversation_retention = _blocking(conversation_ops.set_conversation_retention)
+    purge_old_conversations = _blocking(conversation_ops.purge_old_conversations)
+    source_passage = _blocking(conversation_ops.source_passage)
     restore = _blocking(lessons.restore)
     export_memories = _blocking(portability.export_memories)
     import_memories = _blocking(portability.import_memories)

@@ -21,6 +21,7 @@ from harness.memory.domain.listing import CleanupOutcome, CleanupTask
 from harness.memory.domain.types import Scope
 from harness.memory.store.base import StoreBase
 from harness.memory.store.executors import OnConnection, Op, run_sync
+from harness.memory.store.ops import conversations as conversation_ops
 from harness.memory.store.ops import memories as memory_ops
 from harness.memory.store.plans import Plan, in_transaction
 from harness.memory.store.sql import cleanups as cleanup_sql
@@ -35,8 +36,9 @@ __all__ = [
     "reconcile_next_cleanup",
 ]
 
-#: What a cleanup deletes: a workflow (its memories and runs) or a session (its memories).
-TARGETS = ("workflow", "session")
+#: What a cleanup deletes: a workflow (its memories and runs), a session (its memories) or a
+#: user (their user-scope memories and conversation archive).
+TARGETS = ("workflow", "session", "user")
 
 
 def cleanup_op(tenant: str, target: str, target_id: str) -> Op[Any]:
@@ -45,7 +47,14 @@ def cleanup_op(tenant: str, target: str, target_id: str) -> Op[Any]:
         return memory_ops.delete_workflow(tenant, target_id)
     if target == "session":
         return memory_ops.delete_scope(tenant, Scope.SESSION, target_id)
+    if target == "user":
+        return _delete_user(tenant, target_id)
     raise InvalidInput(f"target: unknown cleanup target {target!r}", fields=("target",))
+
+
+def _delete_user(tenant: str, user_id: str) -> Op[int]:
+    yield from memory_ops.delete_scope(tenant, Scope.USER, user_id)
+    return (yield from conversation_ops.delete_user_op(tenant, user_id))
 
 
 def _row(task: CleanupTask) -> dict[str, Any]:

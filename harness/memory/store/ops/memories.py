@@ -224,6 +224,8 @@ def _row(
         "origin": cand.source.origin.value,
         "run_id": cand.source.run_id,
         "verdict_id": cand.source.verdict_id,
+        "source_conversation_id": cand.source.conversation_id,
+        "source_turn_id": cand.source.turn_id,
         "created_at": now,
         "expires_at": cand.expires_at,
         "supersedes": supersedes,

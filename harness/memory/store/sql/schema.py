@@ -23,6 +23,7 @@ from sqlalchemy import (
     Computed,
     DateTime,
     Double,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
@@ -39,6 +40,9 @@ __all__ = [
     "DEFAULT_DIM",
     "approvals",
     "cleanup_tasks",
+    "conversation_settings",
+    "conversation_turns",
+    "conversations",
     "ingest_requests",
     "lesson_events",
     "lesson_scores",
@@ -96,6 +100,9 @@ memories = Table(
     Column("approved_at", DateTime(timezone=True)),
     Column("approval_decision", String(16)),
     Column("approval_reason", Text),
+    #: The conversation and turn a memory was extracted from (migration 0011), or None.
+    Column("source_conversation_id", String(128)),
+    Column("source_turn_id", String(128)),
     CheckConstraint("scope IN ('session','workflow','user','platform')", name="scope"),
     CheckConstraint("kind IN ('constraint','preference','lesson','fact','decision')", name="kind"),
     CheckConstraint(
@@ -229,7 +236,7 @@ cleanup_tasks = Table(
     Column("done_at", DateTime(timezone=True)),
     #: Not to be tried before this (a failed cleanup backs off); None: at once.
     Column("next_attempt_at", DateTime(timezone=True)),
-    CheckConstraint("target IN ('workflow','session')", name="target"),
+    CheckConstraint("target IN ('workflow','session','user')", name="target"),
     Index("ix_cleanup_tasks_tenant_open", "tenant", "done_at"),
 )
 
@@ -285,6 +292,79 @@ lesson_scores = Table(
     Column("n", Integer, nullable=False),
     Column("mean", Double, nullable=False),
     Column("m2", Double, nullable=False),
+)
+
+#: The conversation archive (migration 0011): each of a user's conversations, kept verbatim,
+#: its turns embedded and full-text indexed one by one. The turn's vector is inline like a
+#: memory's (``toast_tuple_target = 4080``).
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("tenant", String(200), nullable=False),
+    Column("user_id", String(200), nullable=False),
+    Column("conversation_id", String(128), nullable=False),
+    PrimaryKeyConstraint("tenant", "user_id", "conversation_id"),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("last_at", DateTime(timezone=True), nullable=False),
+    Column("turns", Integer, nullable=False),
+    Column("stored_at", DateTime(timezone=True), nullable=False),
+    Index("ix_conversations_tenant_last_at", "tenant", "last_at"),
+)
+
+CONVERSATION_TSV_EXPR = (
+    "to_tsvector('simple'::regconfig, text) || to_tsvector('english'::regconfig, text)"
+)
+
+conversation_turns = Table(
+    "conversation_turns",
+    metadata,
+    Column("tenant", String(200), nullable=False),
+    Column("user_id", String(200), nullable=False),
+    Column("conversation_id", String(128), nullable=False),
+    Column("seq", Integer, nullable=False),
+    PrimaryKeyConstraint("tenant", "user_id", "conversation_id", "seq"),
+    Column("turn_id", String(128), nullable=False),
+    Column("ts", DateTime(timezone=True), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("text_sha256", String(64), nullable=False),
+    Column("embedding", Vector(DEFAULT_DIM)),
+    Column("tsv", TSVECTOR, Computed(CONVERSATION_TSV_EXPR, persisted=True)),
+    ForeignKeyConstraint(
+        ["tenant", "user_id", "conversation_id"],
+        ["conversations.tenant", "conversations.user_id", "conversations.conversation_id"],
+        ondelete="CASCADE",
+        name="fk_conversation_turns_conversation",
+    ),
+    CheckConstraint("role IN ('user','assistant','system','tool')", name="role"),
+    Index(
+        "uq_conversation_turns_turn_id",
+        "tenant",
+        "user_id",
+        "conversation_id",
+        "turn_id",
+        unique=True,
+    ),
+    Index(
+        "ix_conversation_turns_embedding_hnsw",
+        "embedding",
+        postgresql_using="hnsw",
+        postgresql_ops={"embedding": "vector_cosine_ops"},
+    ),
+    Index("ix_conversation_turns_tsv", "tsv", postgresql_using="gin"),
+)
+
+#: Per tenant, the archive's settings by name: ``retention_days``, how many days conversations
+#: are kept after their last turn (no row, or NULL: for ever).
+conversation_settings = Table(
+    "conversation_settings",
+    metadata,
+    Column("tenant", String(200), nullable=False),
+    Column("name", String(64), nullable=False),
+    PrimaryKeyConstraint("tenant", "name"),
+    Column("value", Integer),
+    CheckConstraint("name IN ('retention_days')", name="name"),
+    CheckConstraint("value IS NULL OR value > 0", name="value"),
 )
 
 store_meta = Table(

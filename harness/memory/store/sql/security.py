@@ -45,6 +45,9 @@ RLS_TABLES = (
     "mcp_memos",
     "lesson_events",
     "lesson_scores",
+    "conversations",
+    "conversation_turns",
+    "conversation_settings",
 )
 
 
