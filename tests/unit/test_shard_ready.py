@@ -256,6 +256,7 @@ ROUTED: dict[str, Callable[[], Any]] = {
 #: Builders that are cross-tenant by nature (maintenance sweeps and status counts: multi-shard
 #: queries on Citus), touch reference tables only, or are not statements over tables at all.
 NOT_ROUTED = {
+    "memories.clear_vectors": "reembed to another model clears every tenant's vectors",
     "memories.count_memories": "reembed counts every tenant's rows",
     "memories.counts_by_tenant_status": "status counts per tenant",
     "memories.missing_embeddings": "reembed pages every tenant's rows (returns tenant)",
