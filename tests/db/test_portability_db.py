@@ -65,7 +65,7 @@ def seed(store: MemoryStore, tenant: str, contents: list[tuple[str, str, str | N
             kind="fact",
             content=f"The build cache is shared ({len(contents)})",
             source={"origin": "completion", "run_id": "r-2"},
-            expires_at=T0 + timedelta(days=30),
+            expires_at=T0 + timedelta(days=3650),
         )
     )
     store.reject(other.id, "root", "not true", tenant=tenant)

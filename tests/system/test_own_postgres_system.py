@@ -124,7 +124,7 @@ def test_owner_migrates_with_app_role_then_app_runs_without_ddl(server: TcpServe
         result = store.idempotent(
             tenant,
             "key-1",
-            "sha",
+            "a" * 64,
             lambda write: Answer(
                 201,
                 {
@@ -145,7 +145,7 @@ def test_owner_migrates_with_app_role_then_app_runs_without_ddl(server: TcpServe
             ),
         )
         assert result == Idempotent(IdempotencyOutcome.NEW, Answer(201, {"n": 1}))
-        assert store.idempotent(tenant, "key-1", "sha", lambda w: Answer(500)).replayed
+        assert store.idempotent(tenant, "key-1", "a" * 64, lambda w: Answer(500)).replayed
     finally:
         store.close()
     engine = sa.create_engine(server.admin_url.replace("/postgres", f"/{db}"))
@@ -244,7 +244,7 @@ def test_failed_keyed_ingest_surfaces_the_real_error_and_holds_no_lock(
     try:
         for _ in range(2):  # the second would hit lock_timeout if the first left its lock
             with pytest.raises(StoreMisconfigured) as err:
-                store.idempotent("t1", "key-1", "sha", attempt)
+                store.idempotent("t1", "key-1", "a" * 64, attempt)
             assert "permission denied for table memories" in str(err.value)
             assert "current transaction is aborted" not in str(err.value)
         engine = sa.create_engine(server.admin_url.replace("/postgres", f"/{db}"))
