@@ -87,3 +87,29 @@ def test_the_cluster_is_distributed_only_when_every_tenant_table_is() -> None:
     state = ClusterState("14.0-1", nodes, (done, local), frozenset({"memories", "runs"}))
     assert not state.distributed and nodes[0].is_coordinator
     assert ClusterState("14.0-1", nodes, (done,), frozenset({"memories"})).distributed
+
+
+@given(schemas, st.data())
+def test_a_referenced_tenant_table_is_distributed_before_the_tables_referencing_it(
+    tables: dict[str, str | None], data: st.DataObject
+) -> None:
+    tenant = sorted(t for t, kind in tables.items() if kind is not None)
+    # an acyclic set of foreign keys: each table may point at tables earlier in a drawn order
+    order = data.draw(st.permutations(tenant))
+    references = {
+        table: frozenset(data.draw(st.lists(st.sampled_from(order[:i]), max_size=2)))
+        for i, table in enumerate(order)
+        if i and table != "memories"
+    }
+    steps = plan_distribution(tables, {}, references)
+    position = {s.table: n for n, s in enumerate(steps) if s.action == "distribute"}
+    assert set(position) == set(tenant)
+    for table, targets in references.items():
+        for target in targets:
+            assert position[target] < position[table], (table, target, steps)
+
+
+def test_the_archive_turns_follow_their_conversations() -> None:
+    tables = {"memories": VARCHAR, "conversation_turns": VARCHAR, "conversations": VARCHAR}
+    steps = plan_distribution(tables, {}, {"conversation_turns": frozenset({"conversations"})})
+    assert [s.table for s in steps] == ["memories", "conversations", "conversation_turns"]

@@ -101,12 +101,16 @@ class DistributionReport:
 
 
 def plan_distribution(
-    tables: Mapping[str, str | None], placements: Mapping[str, TablePlacement]
+    tables: Mapping[str, str | None],
+    placements: Mapping[str, TablePlacement],
+    references: Mapping[str, frozenset[str]] | None = None,
 ) -> tuple[DistributionStep, ...]:
     """The steps that bring ``tables`` (name -> the type of its tenant column, None without
     one) to their roles, given how Citus holds them now (``placements``: only the Citus
     tables). Nothing for a table already in its role, so running the steps twice is running
-    them once.
+    them once. ``references``: the tables each table's foreign keys point at; a referenced
+    tenant table is distributed before the tables referencing it (Citus refuses a foreign
+    key to a table it does not hold yet).
 
     Raises:
         ConflictingState: naming the table, when one is already distributed differently (by
@@ -117,7 +121,7 @@ def plan_distribution(
     tenant_tables = sorted(t for t, tenant_type in tables.items() if tenant_type is not None)
     steps: list[DistributionStep] = []
     if tenant_tables:
-        steps += _tenant_steps(tables, tenant_tables, placements)
+        steps += _tenant_steps(tables, _referenced_first(tenant_tables, references), placements)
     for table in sorted(t for t, tenant_type in tables.items() if tenant_type is None):
         if table in LOCAL_TABLES:
             continue
@@ -127,6 +131,26 @@ def plan_distribution(
         elif now.placement != "reference":
             raise _refuse(table, f"holds no tenant column but is a {now.placement} table")
     return tuple(steps)
+
+
+def _referenced_first(
+    tables: list[str], references: Mapping[str, frozenset[str]] | None
+) -> list[str]:
+    """``tables`` (sorted) with each one after the tables its foreign keys reference."""
+    refs = references or {}
+    done: list[str] = []
+
+    def visit(table: str, path: frozenset[str]) -> None:
+        if table in done or table in path:
+            return
+        for target in sorted(refs.get(table, frozenset())):
+            if target in tables and target != table:
+                visit(target, path | {table})
+        done.append(table)
+
+    for table in tables:
+        visit(table, frozenset())
+    return done
 
 
 def _tenant_steps(

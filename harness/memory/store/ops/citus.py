@@ -60,7 +60,10 @@ def distribute_op(shard_count: int | None) -> Op[tuple[tuple[DistributionStep, .
     if (yield citus_sql.citus_version()).scalar_one_or_none() is None:
         raise StoreMisconfigured(NOT_CITUS)
     tables = {row.name: row.tenant_type for row in (yield citus_sql.schema_tables())}
-    steps = plan_distribution(tables, (yield from _placements()))
+    references: dict[str, frozenset[str]] = {}
+    for row in (yield citus_sql.schema_foreign_keys()):
+        references[row.name] = references.get(row.name, frozenset()) | {row.target}
+    steps = plan_distribution(tables, (yield from _placements()), references)
     login = (yield citus_sql.app_role_can_login(APP_ROLE)).scalar_one_or_none()
     granted = login is False
     if granted:

@@ -17,6 +17,7 @@ __all__ = [
     "create_distributed_table",
     "create_reference_table",
     "grant_app_role_login",
+    "schema_foreign_keys",
     "schema_tables",
     "table_placements",
 ]
@@ -37,6 +38,16 @@ def schema_tables() -> TextClause:
         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition "
         "ORDER BY c.relname"
+    )
+
+
+def schema_foreign_keys() -> TextClause:
+    """Every foreign key between tables of the current schema: (referencing, referenced)."""
+    return text(
+        "SELECT src.relname AS name, dst.relname AS target FROM pg_constraint k "
+        "JOIN pg_class src ON src.oid = k.conrelid JOIN pg_class dst ON dst.oid = k.confrelid "
+        "JOIN pg_namespace n ON n.oid = src.relnamespace "
+        "WHERE k.contype = 'f' AND n.nspname = current_schema() ORDER BY 1, 2"
     )
 
 
