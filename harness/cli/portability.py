@@ -86,8 +86,8 @@ def export_command(
                 out.close()
     _say(
         f"exported {report.memories} memories, {report.approvals} approvals, "
-        f"{report.lesson_events} lesson events, {report.lesson_scores} lesson scores "
-        f"of tenant {escape(tenant)}"
+        f"{report.lesson_events} lesson events, {report.lesson_scores} lesson scores, "
+        f"{report.conversations} conversations of tenant {escape(tenant)}"
     )
 
 
@@ -133,7 +133,7 @@ def import_command(
         f"imported into tenant {escape(report.tenant)}: {report.memories} memories "
         f"({report.existing} already there, {report.embedded} embedded), "
         f"{report.approvals} approvals, {report.lesson_events} lesson events, "
-        f"{report.lesson_scores} lesson scores"
+        f"{report.lesson_scores} lesson scores, {report.conversations} conversations"
     )
     for line in report.skipped:
         _say(f"skipped {escape(line)}")

@@ -259,15 +259,35 @@ def test_export_follows_the_scope_filter(facade: Facade, tenant: str) -> None:
         export_lines(facade, tenant, scopes=[("galaxy", None)])
 
 
-def test_conversation_lines_are_read_and_reported_skipped(
+def test_conversations_round_trip_with_their_turns_and_a_bad_turn_names_its_line(
     facade: Facade, tenant: str, other_tenant: str
 ) -> None:
     facade.write(cand(tenant, content="mine"))
+    turns = [
+        {"seq": 1, "ts": "2026-03-01T10:00:00+00:00", "role": "user", "text": "the vpn drops"},
+        {"seq": 2, "ts": "2026-03-01T10:01:00+00:00", "role": "assistant", "text": "restart it"},
+    ]
+    facade.put_conversation(tenant=tenant, user_id="alice", conversation_id="c-1", turns=turns)
     lines = export_lines(facade, tenant)
-    lines.append(json.dumps({"type": "conversation", "id": "c-1", "turns": []}))
+    conv = [json.loads(x) for x in lines if json.loads(x)["type"] == "conversation"]
+    assert [(c["id"], c["user_id"], [t["text"] for t in c["turns"]]) for c in conv] == [
+        ("c-1", "alice", ["the vpn drops", "restart it"])
+    ]
     report = facade.import_memories(lambda: lines, as_tenant=other_tenant)
-    assert report.memories == 1
-    assert report.skipped == ("line 3: conversation c-1: this build has no conversation archive",)
+    assert report.memories == 1 and report.conversations == 1 and report.skipped == ()
+    again = export_lines(facade, other_tenant)
+    assert [x for x in again if '"conversation"' in x] == [
+        x for x in lines if '"conversation"' in x
+    ]
+    # importing again changes nothing and embeds nothing new
+    assert facade.import_memories(lambda: lines, as_tenant=other_tenant).memories == 0
+    assert body(export_lines(facade, other_tenant)) == body(again)
+
+    bad = [*lines[:-1], lines[-1].replace('"seq":2', '"seq":1')]
+    with pytest.raises(ExportLineError) as info:
+        facade.import_memories(lambda: bad, as_tenant="t-fresh-import")
+    assert info.value.line == len(bad) and "seq" in str(info.value)
+    assert body(export_lines(facade, "t-fresh-import")) == []
 
 
 def _libpq(url: str) -> str:

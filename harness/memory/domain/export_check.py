@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from harness.errors import InvalidInput
 from harness.identifiers import check_identifier
+from harness.memory.domain.conversations import check_conversation_id, check_turns
 from harness.memory.domain.export_format import (
+    ConversationRecord,
     ExportLineError,
     Header,
     MemoryRecord,
@@ -75,6 +78,9 @@ def check_file(
             header = record
             target = target_tenant(record, tenant, as_tenant)
             continue
+        if isinstance(record, ConversationRecord):
+            _check_conversation(number, record)
+            continue
         if isinstance(record, MemoryRecord):
             memories += 1
             if record.status is Status.ACTIVE and record.key is not None:
@@ -89,3 +95,15 @@ def check_file(
                 active.add(slot)
     assert header is not None  # read_records raises for a file without one
     return CheckedFile(header, target, last, memories)
+
+
+def _check_conversation(number: int, record: ConversationRecord) -> None:
+    """The archive's own rules for a post (ids, order, zones, limits), named by line."""
+    try:
+        check_identifier(record.user_id, "user_id")
+        check_conversation_id(record.id, "id")
+        check_turns(record.id, [turn.model_dump() for turn in record.turns])
+    except InvalidInput as exc:
+        field = exc.fields[0] if exc.fields else "turns"
+        message = str(exc).removeprefix(f"{field}: ")
+        raise ExportLineError(number, field, message) from None

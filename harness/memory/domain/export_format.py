@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from harness.errors import InvalidInput
 from harness.identifiers import identifier_problem, text_problem
@@ -223,14 +223,25 @@ class LessonScoreRecord(_Line):
     m2: float = Field(ge=0, allow_inf_nan=False)
 
 
-class ConversationRecord(_Line):
-    """A conversation of the archive, when the store has one. Its fields are the archive's
-    (``docs/export-format.md``); this build reads the line and does not import it."""
+class ConversationTurn(_Line):
+    """One turn of an archived conversation, verbatim."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    seq: int = Field(ge=0)
+    ts: datetime
+    role: str
+    text: str
+    turn_id: str
+
+
+class ConversationRecord(_Line):
+    """A conversation of the archive with its turns, in order (``id`` is the conversation
+    id, unique per user). Imported like a post of the whole conversation: the turns replace
+    what the store holds under that id, and are embedded unless the store has them unchanged."""
 
     type: Literal["conversation"] = "conversation"
-    id: str = Field(min_length=1)
+    id: str = Field(min_length=1, max_length=128)
+    user_id: str = Field(min_length=1, max_length=200)
+    turns: tuple[ConversationTurn, ...] = Field(min_length=1)
 
 
 class ExportReport(FrozenModel):
@@ -240,6 +251,7 @@ class ExportReport(FrozenModel):
     approvals: int = 0
     lesson_events: int = 0
     lesson_scores: int = 0
+    conversations: int = 0
 
 
 class ImportReport(FrozenModel):
@@ -254,6 +266,7 @@ class ImportReport(FrozenModel):
     approvals: int = 0
     lesson_events: int = 0
     lesson_scores: int = 0
+    conversations: int = 0
     embedded: int = 0
     skipped: tuple[str, ...] = ()
 

@@ -55,6 +55,7 @@ __all__ = [
     "purge_old_conversations",
     "put_conversation",
     "put_conversation_once",
+    "put_op",
     "read_conversation",
     "recall_conversations",
     "set_conversation_retention",
@@ -108,7 +109,7 @@ def put_conversation(
     stored = yield from read("read conversation", tenant, lambda: _stored(tenant, user_id, cid))
     wanted = [turn for turn in checked if _needs_vector(turn, stored, store.embedder)]
     vectors = yield from embedded(lambda: _embed(store.embedder, [t.text for t in wanted]))
-    op = _put(store, tenant, user_id, cid, checked, vectors)
+    op = put_op(store, tenant, user_id, cid, checked, vectors)
     return (yield from in_transaction("put conversation", op, tenant))
 
 
@@ -151,7 +152,7 @@ def _put_once(
     record = yield from memory_ops.idempotency_lookup(tenant, key)
     if record is not None:
         return memory_ops.replay(record, request_sha256)
-    put = yield from _put(store, tenant, user_id, cid, turns, vectors)
+    put = yield from put_op(store, tenant, user_id, cid, turns, vectors)
     answer = Answer(201, put.summary())
     yield from memory_ops.idempotency_record(tenant, key, request_sha256, answer, store.clock.now())
     return Idempotent(IdempotencyOutcome.NEW, answer)
@@ -190,7 +191,7 @@ def _embed(embedder: Embedder | None, texts: list[str]) -> dict[str, list[float]
     return {text_sha(text): list(v) for text, v in zip(texts, vectors, strict=True)}
 
 
-def _put(
+def put_op(
     store: StoreBase,
     tenant: str,
     user_id: str,
@@ -198,6 +199,8 @@ def _put(
     turns: tuple[Turn, ...],
     vectors: dict[str, list[float]] | None,
 ) -> Op[PutConversation]:
+    """Replace the stored conversation by ``turns`` (checked) in the caller's transaction;
+    ``vectors`` by text hash (``{}``: embed here what needs it; None: store without)."""
     now = store.clock.now()
     yield conv_sql.upsert_conversation(
         {

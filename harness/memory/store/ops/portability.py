@@ -18,10 +18,12 @@ from typing import Any
 
 from harness.errors import InvalidInput
 from harness.identifiers import check_identifier
+from harness.memory.domain.conversations import check_turns
 from harness.memory.domain.export_check import CheckedFile, check_file
 from harness.memory.domain.export_format import (
     ApprovalRecord,
     ConversationRecord,
+    ConversationTurn,
     ExportReport,
     Header,
     ImportReport,
@@ -39,6 +41,7 @@ from harness.memory.store import sql
 from harness.memory.store.base import StoreBase
 from harness.memory.store.checks import as_scope
 from harness.memory.store.executors import Blocking, Op
+from harness.memory.store.ops import conversations as conversation_ops
 from harness.memory.store.ops import vectors
 from harness.memory.store.plans import Plan, embedded, in_transaction, read
 from harness.memory.store.portability_rows import (
@@ -148,7 +151,37 @@ def export_memories(
             if len(rows) < _PAGE:
                 break
             after = rows[-1][cursor]
+    counts["conversations"] = yield from _export_conversations(tenant, wanted, write)
     return ExportReport(**counts)
+
+
+def _export_conversations(
+    tenant: str, wanted: list[tuple[Scope, str | None]], write: Callable[[str], object]
+) -> Plan[int]:
+    """The archive's conversations of the tenant (of the users a scope filter names), each a
+    line with its turns: a page of conversations at a time, then one read per conversation."""
+    written = 0
+    after: tuple[str, str] | None = None
+    while True:
+        stmt = psql.export_conversations_page(tenant, wanted, after, _PAGE)
+        page = yield from read("export", tenant, partial(_rows, stmt))
+        for row in page:
+            turns_stmt = psql.export_conversation_turns(
+                tenant, row["user_id"], row["conversation_id"]
+            )
+            turns = yield from read("export", tenant, partial(_rows, turns_stmt))
+            if not turns:
+                continue
+            record = ConversationRecord(
+                id=row["conversation_id"],
+                user_id=row["user_id"],
+                turns=tuple(ConversationTurn(**dict(turn)) for turn in turns),
+            )
+            write(dump_line(record))
+            written += 1
+        if len(page) < _PAGE:
+            return written
+        after = (page[-1]["user_id"], page[-1]["conversation_id"])
 
 
 def _check_scopes(
@@ -191,7 +224,8 @@ def import_memories(
     or lesson event already recorded (same memory, decision or event, time) is not added
     again, nor a lesson score. Tenant-checked: the records go to the file's tenant; ``tenant``
     refuses a file of another one, ``as_tenant`` imports it under that tenant instead.
-    Conversation lines are reported as skipped (no archive in this build).
+    Conversation lines are imported as posts of the whole conversation (the turns replace what
+    the user holds under that id; unchanged turns are not embedded again).
 
     Raises:
         UnsupportedExportVersion: the file is of a newer schema version (both named).
@@ -212,7 +246,7 @@ def import_memories(
         and header.model == embedder.model_name
         and header.dim == embedder.dim
     )
-    op = _write_file(opener, checked, embedder, keep=keep, batch_size=batch_size)
+    op = _write_file(store, opener, checked, embedder, keep=keep, batch_size=batch_size)
     counts, skipped = yield from in_transaction("import", op, checked.tenant)
     store.router.share_position(checked.tenant, {checked.tenant})
     return ImportReport(
@@ -233,6 +267,7 @@ def _opener(source: ImportSource) -> Callable[[], Iterable[str]]:
 
 
 def _write_file(
+    store: StoreBase,
     opener: Callable[[], Iterable[str]],
     checked: CheckedFile,
     embedder: Embedder | None,
@@ -240,11 +275,21 @@ def _write_file(
     keep: bool,
     batch_size: int,
 ) -> Op[tuple[dict[str, int], list[str]]]:
-    if embedder is not None and checked.memories:
+    if embedder is not None:
+        # memories' and conversation turns' vectors are this model's
         yield from vectors.claim_model(embedder)
     tenant = checked.tenant
     counts = dict.fromkeys(
-        ("memories", "existing", "approvals", "lesson_events", "lesson_scores", "embedded"), 0
+        (
+            "memories",
+            "existing",
+            "approvals",
+            "lesson_events",
+            "lesson_scores",
+            "conversations",
+            "embedded",
+        ),
+        0,
     )
     skipped: list[str] = []
     records = read_records(opener())
@@ -284,11 +329,20 @@ def _write_file(
         scores = [score_row(tenant, r) for _, r in chunk if isinstance(r, LessonScoreRecord)]
         if scores:
             counts["lesson_scores"] += len((yield psql.import_scores(scores)).all())
-        skipped += [
-            f"line {n}: conversation {r.id}: this build has no conversation archive"
-            for n, r in chunk
-            if isinstance(r, ConversationRecord)
-        ]
+        for _, r in chunk:
+            if isinstance(r, ConversationRecord):
+                yield from _import_conversation(store, tenant, r, embedder)
+                counts["conversations"] += 1
+
+
+def _import_conversation(
+    store: StoreBase, tenant: str, record: ConversationRecord, embedder: Embedder | None
+) -> Op[None]:
+    """The conversation as a post of it: its turns replace what the tenant's user holds under
+    its id (unchanged turns are kept with their vectors, the others embedded here)."""
+    turns = check_turns(record.id, [turn.model_dump() for turn in record.turns])
+    vectors: dict[str, list[float]] | None = {} if embedder is not None else None
+    yield from conversation_ops.put_op(store, tenant, record.user_id, record.id, turns, vectors)
 
 
 def _take(records: Iterator[tuple[int, Header | Record]], n: int) -> list[tuple[int, Record]]:

@@ -30,15 +30,28 @@ from sqlalchemy import (
     or_,
     select,
     true,
+    tuple_,
+)
+from sqlalchemy import (
+    false as false_,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from harness.memory.domain.types import Scope
-from harness.memory.store.sql.schema import approvals, lesson_events, lesson_scores, memories
+from harness.memory.store.sql.schema import (
+    approvals,
+    conversation_turns,
+    conversations,
+    lesson_events,
+    lesson_scores,
+    memories,
+)
 
 __all__ = [
     "export_approvals_page",
+    "export_conversation_turns",
+    "export_conversations_page",
     "export_events_page",
     "export_memories_page",
     "export_scores_page",
@@ -283,4 +296,33 @@ def import_scores(rows: Sequence[dict[str, Any]]) -> Insert:
         .from_select(list(_SCORE_TYPES), new)
         .on_conflict_do_nothing(index_elements=[s.tenant, s.memory_id])
         .returning(s.memory_id)
+    )
+
+
+def export_conversations_page(
+    tenant: str, wanted: ScopeFilter, after: tuple[str, str] | None, limit: int
+) -> Select[Any]:
+    """The tenant's archived conversations in (user, id) order after ``after``: all of them
+    without a filter, else those of the users the filter's user scopes name (a conversation
+    is its user's); none when the filter has no user scope."""
+    c = conversations.c
+    stmt = select(c.user_id, c.conversation_id).where(c.tenant == tenant)
+    if wanted:
+        users = [scope_id for scope, scope_id in wanted if scope is Scope.USER]
+        if not users:
+            return stmt.where(false_()).limit(0)
+        if None not in users:
+            stmt = stmt.where(c.user_id.in_([u for u in users if u is not None]))
+    if after is not None:
+        stmt = stmt.where(tuple_(c.user_id, c.conversation_id) > tuple_(*after))
+    return stmt.order_by(c.user_id, c.conversation_id).limit(limit)
+
+
+def export_conversation_turns(tenant: str, user_id: str, conversation_id: str) -> Select[Any]:
+    """Every turn of one conversation, in order."""
+    t = conversation_turns.c
+    return (
+        select(t.seq, t.ts, t.role, t.text, t.turn_id)
+        .where(t.tenant == tenant, t.user_id == user_id, t.conversation_id == conversation_id)
+        .order_by(t.seq)
     )
