@@ -164,6 +164,12 @@ ROUTED: dict[str, Callable[[], Any]] = {
         "t", [(Scope.USER, "u")], 3, 10, vectors=False
     ),
     "portability.export_scores_page": lambda: portability_sql.export_scores_page("t", [], ID, 10),
+    "portability.export_conversations_page": lambda: portability_sql.export_conversations_page(
+        "t", [(Scope.USER, "u")], ("u", "c"), 10
+    ),
+    "portability.export_conversation_turns": lambda: portability_sql.export_conversation_turns(
+        "t", "u", "c"
+    ),
     "portability.import_memories": lambda: portability_sql.import_memories(
         [dict.fromkeys(portability_sql._MEMORY_TYPES, None) | {"tenant": "t", "id": ID}]
     ),
