@@ -190,18 +190,10 @@ class ConversationIngestHandler(IngestHandler):
     409 for another body. Bad input is a 400 naming the field, with nothing stored."""
 
     async def __call__(self, request: Request) -> Response:
-        if not self._authorised(request):
-            return _error(401, "missing or wrong ingest key")
         cid = request.path_params.get("conversation_id", "")
-        raw = await request.body()
-        if len(raw) > MAX_CONVERSATION_BODY:
-            return _error(413, f"body over {MAX_CONVERSATION_BODY} bytes")
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(400, f"body is not valid JSON: {exc}", fields=["body"])
-        except RecursionError:
-            return _error(400, "body is nested too deeply", fields=["body"])
+        body = await self._json_body(request, MAX_CONVERSATION_BODY)
+        if isinstance(body, Response):
+            return body
         if not isinstance(body, dict):
             return _error(
                 400, "body must be an object with tenant, user_id, turns", fields=["body"]

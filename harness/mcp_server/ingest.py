@@ -91,18 +91,25 @@ class IngestHandler:
             given = auth[7:].strip()
         return hmac.compare_digest(given.encode(), self._key)
 
-    async def __call__(self, request: Request) -> Response:
+    async def _json_body(self, request: Request, max_bytes: int) -> Any | Response:
+        """The request's JSON body, or the error answer: 401 without the ingest key, 413 over
+        ``max_bytes``, 400 when it is not JSON (or nested too deeply)."""
         if not self._authorised(request):
             return _error(401, "missing or wrong ingest key")
         raw = await request.body()
-        if len(raw) > MAX_BODY:
-            return _error(413, f"body over {MAX_BODY} bytes")
+        if len(raw) > max_bytes:
+            return _error(413, f"body over {max_bytes} bytes")
         try:
-            body = json.loads(raw)
+            return json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(400, f"body is not valid JSON: {exc}", fields=["body"])
         except RecursionError:
             return _error(400, "body is nested too deeply", fields=["body"])
+
+    async def __call__(self, request: Request) -> Response:
+        body = await self._json_body(request, MAX_BODY)
+        if isinstance(body, Response):
+            return body
         items = body if isinstance(body, list) else [body]
         if not items or len(items) > MAX_BATCH or not all(isinstance(i, dict) for i in items):
             return _error(
