@@ -23,6 +23,7 @@ __all__ = [
     "check_lock_wait",
     "check_now",
     "check_reason",
+    "check_whole",
     "scope_key",
     "validate_candidates",
 ]
@@ -170,19 +171,19 @@ def check_index_memory(megabytes: int | None) -> int | None:
     return megabytes
 
 
+def check_whole(value: Any, field: str, low: int, high: int) -> int:
+    """``value`` when it is a whole number from ``low`` to ``high`` (not a flag, a float or
+    its text); else ``InvalidInput`` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(
+            f"{field}: a whole number from {low} to {high}, not {value!r}", fields=(field,)
+        )
+    return value
+
+
 def check_batch_size(batch_size: Any) -> int:
     """``reembed``'s rows per transaction: a whole number from 1 to 100,000."""
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
-        or not (1 <= batch_size <= 100_000)
-    ):
-        raise InvalidInput(
-            f"batch_size: rows per transaction, a whole number from 1 to 100000, not "
-            f"{batch_size!r}",
-            fields=("batch_size",),
-        )
-    return batch_size
+    return check_whole(batch_size, "batch_size", 1, 100_000)
 
 
 def check_now(now: datetime | None, field: str = "now") -> None:

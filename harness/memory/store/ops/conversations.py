@@ -40,7 +40,7 @@ from harness.memory.domain.ranking import Scored, fuse
 from harness.memory.embedding.embedder import Embedder
 from harness.memory.store import sql
 from harness.memory.store.base import StoreBase
-from harness.memory.store.checks import as_uuid
+from harness.memory.store.checks import as_uuid, check_whole
 from harness.memory.store.executors import Blocking, Op
 from harness.memory.store.ops import memories as memory_ops
 from harness.memory.store.ops.retrieval import MISS, known_query_vector, remember_query_vector
@@ -71,12 +71,6 @@ _KEYS = uuid.UUID("6f1c3c55-2f0e-4d8a-9a53-0b8e1d1f7c21")
 
 def _caller(tenant: str, user_id: str) -> tuple[str, str]:
     return check_identifier(tenant, "tenant"), check_identifier(user_id, "user_id")
-
-
-def _whole(value: Any, name: str, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise InvalidInput(f"{name}: a whole number in [{low}, {high}]", fields=(name,))
-    return value
 
 
 # --- ingest ------------------------------------------------------------------------------------
@@ -295,9 +289,9 @@ def recall_conversations(
     tenant, user_id = _caller(tenant, user_id)
     if not isinstance(query, str):
         raise InvalidInput("query: a string", fields=("query",))
-    k = _whole(k, "k", 1, 50)
-    neighbours = _whole(neighbours, "neighbours", 0, 20)
-    budget_chars = _whole(budget_chars, "budget_chars", 1, 1_000_000)
+    k = check_whole(k, "k", 1, 50)
+    neighbours = check_whole(neighbours, "neighbours", 0, 20)
+    budget_chars = check_whole(budget_chars, "budget_chars", 1, 1_000_000)
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
         raise InvalidInput("threshold: a probability in [0, 1]", fields=("threshold",))
     bar = CONVERSATION_THRESHOLD if threshold is None else float(threshold)
@@ -466,8 +460,8 @@ def read_conversation(
     """
     tenant, user_id = _caller(tenant, user_id)
     cid = check_conversation_id(conversation_id)
-    lo = _whole(from_seq, "from_seq", 0, 2**31 - 1)
-    hi = lo + MAX_READ_TURNS - 1 if to_seq is None else _whole(to_seq, "to_seq", lo, 2**31 - 1)
+    lo = check_whole(from_seq, "from_seq", 0, 2**31 - 1)
+    hi = lo + MAX_READ_TURNS - 1 if to_seq is None else check_whole(to_seq, "to_seq", lo, 2**31 - 1)
     return (
         yield from read("read conversation", tenant, lambda: _read(tenant, user_id, cid, lo, hi))
     )
@@ -510,7 +504,7 @@ def list_conversations(
 ) -> Plan[list[ConversationSummary]]:
     """The user's conversations with their dates and sizes, most recent first. Read-only."""
     tenant, user_id = _caller(tenant, user_id)
-    limit = _whole(limit, "limit", 1, 1000)
+    limit = check_whole(limit, "limit", 1, 1000)
     return (yield from read("list conversations", tenant, lambda: _list(tenant, user_id, limit)))
 
 
@@ -537,7 +531,7 @@ def source_passage(
     """
     mid = as_uuid(memory_id)
     tenant, user_id = _caller(tenant, user_id)
-    neighbours = _whole(neighbours, "neighbours", 0, 20)
+    neighbours = check_whole(neighbours, "neighbours", 0, 20)
     op = _source(tenant, user_id, mid, neighbours)
     return (yield from read("source passage", tenant, lambda: op))
 
@@ -605,7 +599,7 @@ def set_conversation_retention(store: StoreBase, *, tenant: str, days: int | Non
     :func:`purge_old_conversations` deletes the older ones. Idempotent."""
     tenant = check_identifier(tenant, "tenant")
     if days is not None:
-        days = _whole(days, "days", 1, 100_000)
+        days = check_whole(days, "days", 1, 100_000)
     yield from in_transaction(
         "set conversation retention",
         _one(conv_sql.set_conversation_retention(tenant, days)),

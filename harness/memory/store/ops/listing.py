@@ -9,12 +9,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from harness.errors import InvalidInput
 from harness.identifiers import check_identifier
 from harness.memory.domain.listing import Activity, BrowseFilter, Cursor, PendingReview
 from harness.memory.domain.types import Memory, Scope
 from harness.memory.store.base import StoreBase
-from harness.memory.store.checks import as_uuid
+from harness.memory.store.checks import as_uuid, check_whole
 from harness.memory.store.executors import OnConnection, Op
 from harness.memory.store.migrate import current_revision
 from harness.memory.store.ops.vectors import stored_model_op
@@ -26,9 +25,7 @@ __all__ = ["activity", "audit_of", "browse", "pending_reviews"]
 
 
 def _check_limit(limit: int) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
-        raise InvalidInput("limit: a whole number from 1 to 10000", fields=("limit",))
-    return limit
+    return check_whole(limit, "limit", 1, 10_000)
 
 
 def browse(
@@ -67,12 +64,7 @@ def pending_reviews(
     ``similar_limit`` look-alike active memories of its scope. Read-only, one transaction."""
     tenant = check_identifier(tenant, "tenant")
     limit = _check_limit(limit)
-    if (
-        isinstance(similar_limit, bool)
-        or not isinstance(similar_limit, int)
-        or not 0 <= similar_limit <= 100
-    ):
-        raise InvalidInput("similar_limit: a whole number from 0 to 100", fields=("similar_limit",))
+    check_whole(similar_limit, "similar_limit", 0, 100)
     op = _pending(tenant, after, limit, similar_limit)
     return (yield from in_transaction("pending reviews", op, tenant))
 

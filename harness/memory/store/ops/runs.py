@@ -13,7 +13,7 @@ from typing import Any
 from harness.errors import InvalidInput
 from harness.identifiers import check_identifier, check_optional_identifier, check_text
 from harness.memory.store import sql
-from harness.memory.store.checks import as_uuid, check_now
+from harness.memory.store.checks import as_uuid, check_now, check_whole
 from harness.memory.store.executors import Op
 from harness.memory.store.plans import Plan, in_transaction
 
@@ -118,8 +118,7 @@ def finish(
             f"status: one of {', '.join(sorted(RUN_STATUSES))}, not {status!r}",
             fields=("status",),
         )
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
-        raise InvalidInput(f"attempts: a whole number >= 0, not {attempts!r}", fields=("attempts",))
+    check_whole(attempts, "attempts", 0, 2_147_483_647)
     if error is not None:
         check_text(error, "error")
     if recalled is not None and not isinstance(recalled, (list, tuple)):
