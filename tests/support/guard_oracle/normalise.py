@@ -63,8 +63,14 @@ _HAS_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
 _HAS_CONFUSABLE = re.compile("[\u0370-\u03ff\u0400-\u052f]")
 
 
+# Every other line separator reads as "\n" (issue 31: the guard's rules see a line break
+# wherever a reader does), one for one.
+_AS_NEWLINE = str.maketrans(dict.fromkeys(map(ord, "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"), "\n"))
+
+
 def clean(text: str) -> str:
-    """NFKC-normalise and drop invisible characters. Pure."""
+    """NFKC-normalise, drop invisible characters, read every line separator as "\n". Pure."""
+    text = text.translate(_AS_NEWLINE)
     if text.isascii():
         return text
     text = unicodedata.normalize("NFKC", text)
